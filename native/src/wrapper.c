@@ -1,0 +1,466 @@
+/* The MPIABI wrapper that jaxlib's bundled MPItrampoline loads through
+ * MPITRAMPOLINE_LIB. It is built without any MPI header: in its ELF
+ * constructor it dlopens the real MPI library, detects its ABI family, fills
+ * in the MPIABI constants, and from then on every MPIABI_* function forwards
+ * to the library through function pointers. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MPIABI_CONST /* the wrapper writes the constants */
+#include "mpiabi.h"
+#include "wrapper.h"
+
+#define MPIABI_EXPORT __attribute__((visibility("default")))
+
+/* ---- what MPItrampoline checks before anything else ---- */
+MPIABI_EXPORT int mpiwrapper_version_major = MPIC_VERSION_MAJOR;
+MPIABI_EXPORT int mpiwrapper_version_minor = MPIC_VERSION_MINOR;
+MPIABI_EXPORT int mpiwrapper_version_patch = MPIC_VERSION_PATCH;
+MPIABI_EXPORT int mpiabi_version_major = 2;
+MPIABI_EXPORT int mpiabi_version_minor = 9;
+MPIABI_EXPORT int mpiabi_version_patch = 0;
+/* MPItrampoline calls this to let a Fortran wrapper export its constants; we
+ * have no Fortran layer, so there is nothing to do. */
+MPIABI_EXPORT void mpiwrapper_export_fortran_constants_(void) {}
+
+/* ---- state ---- */
+int mpic_family = MPIC_FAMILY_NONE;
+int mpic_initialized_by_us = 0;
+int mpic_finalized_by_us = 0;
+static int mpic_verbose = 0;
+static int mpic_thread_policy_level = 3; /* MPI_THREAD_MULTIPLE */
+static void *mpic_lib = NULL;
+static char mpic_lib_path[4096];
+static char mpic_report[8192];
+static char mpic_missing[4096];
+static char mpic_family_reason[512];
+static int (*mpic_native_finalized)(void) = NULL;
+
+void mpic_log(int level, const char *fmt, ...) {
+  if (level > mpic_verbose) return;
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "mpi-collectives: %s\n", line);
+}
+
+static void report(const char *fmt, ...) {
+  size_t len = strlen(mpic_report);
+  if (len + 4 >= sizeof mpic_report) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(mpic_report + len, sizeof mpic_report - len, fmt, ap);
+  va_end(ap);
+}
+
+/* The first MPI call of a process whose MPI library could not be loaded ends
+ * the process with one line that says what was tried and how to fix it.
+ * _exit, because exit() would run JAX's atexit MPI_Finalize and land here again. */
+__attribute__((noreturn)) void mpic_not_loaded(const char *function) {
+  fprintf(stderr,
+          "mpi-collectives: %s called, but no MPI library was loaded (%s). "
+          "Fix: set MPI_COLLECTIVES_LIBMPI to the full path of your MPI's libmpi.so, "
+          "or `pip install mpich`.\n",
+          function, mpic_report[0] ? mpic_report : "nothing tried");
+  fflush(stderr);
+  _exit(1);
+}
+
+int mpic_mpi_is_finalized(void) {
+  if (mpic_finalized_by_us) return 1;
+  return mpic_native_finalized ? mpic_native_finalized() : 0;
+}
+
+/* ---- thread level policy ---- */
+int mpic_level_rank(const int levels[4], int native_level) {
+  for (int i = 0; i < 4; i++)
+    if (levels[i] == native_level) return i;
+  return 0;
+}
+/* Returns the level to request (0..3), or -1 for "what the caller asked". */
+int mpic_thread_policy(int caller_rank) {
+  if (mpic_thread_policy_level < 0) return -1;
+  return caller_rank > mpic_thread_policy_level ? caller_rank : mpic_thread_policy_level;
+}
+
+/* ---- collectives from any thread (see Is_thread_main in special.inc) ---- */
+static int mpic_any_thread = 1;
+static int mpic_check_splits = 1;
+static int mpic_splits_running = 0;
+int mpic_any_thread_policy(void) { return mpic_any_thread; }
+int mpic_split_check_policy(void) { return mpic_check_splits; }
+int mpic_split_enter(void) { return __atomic_fetch_add(&mpic_splits_running, 1, __ATOMIC_SEQ_CST) == 0; }
+void mpic_split_leave(void) { __atomic_fetch_sub(&mpic_splits_running, 1, __ATOMIC_SEQ_CST); }
+
+/* A problem that would otherwise give wrong results: one line, then the
+ * caller aborts the whole job. */
+void mpic_fatal(const char *fmt, ...) {
+  char line[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "mpi-collectives: error: %s\n", line);
+  fflush(stderr);
+}
+
+/* ---- callback pools and records ---- */
+static pthread_mutex_t mpic_lock = PTHREAD_MUTEX_INITIALIZER;
+struct mpic_op_slot mpic_op_slots[MPIC_NSLOTS];
+void *mpic_comm_eh_slots[MPIC_NSLOTS];
+void *mpic_win_eh_slots[MPIC_NSLOTS];
+void *mpic_file_eh_slots[MPIC_NSLOTS];
+
+int mpic_op_slot_take(MPIABI_User_function *fn) {
+  int slot = -1;
+  pthread_mutex_lock(&mpic_lock);
+  for (int i = 0; i < MPIC_NSLOTS; i++)
+    if (!mpic_op_slots[i].fn) {
+      mpic_op_slots[i].fn = fn;
+      mpic_op_slots[i].handle = 0;
+      slot = i;
+      break;
+    }
+  pthread_mutex_unlock(&mpic_lock);
+  return slot;
+}
+void mpic_op_slot_release(int slot) {
+  pthread_mutex_lock(&mpic_lock);
+  mpic_op_slots[slot].fn = NULL;
+  pthread_mutex_unlock(&mpic_lock);
+}
+void mpic_op_slot_release_handle(MPIABI_Op op) {
+  pthread_mutex_lock(&mpic_lock);
+  for (int i = 0; i < MPIC_NSLOTS; i++)
+    if (mpic_op_slots[i].fn && mpic_op_slots[i].handle == op) mpic_op_slots[i].fn = NULL;
+  pthread_mutex_unlock(&mpic_lock);
+}
+/* Error handlers are few and may stay attached to objects after
+ * MPI_Errhandler_free, so their slots are never reused. */
+int mpic_eh_slot_take(void **slots, void *fn) {
+  int slot = -1;
+  pthread_mutex_lock(&mpic_lock);
+  for (int i = 0; i < MPIC_NSLOTS; i++)
+    if (slots[i] == fn || !slots[i]) {
+      slots[i] = fn;
+      slot = i;
+      break;
+    }
+  pthread_mutex_unlock(&mpic_lock);
+  return slot;
+}
+
+struct mpic_keyval *mpic_keyval_new(void *copy, void *del, void *extra) {
+  struct mpic_keyval *k = malloc(sizeof *k);
+  if (k) *k = (struct mpic_keyval){copy, del, extra};
+  return k;
+}
+
+/* ---- arrays that a nonblocking call may read until it completes ---- */
+struct mpic_pending {
+  uintptr_t request;
+  void *a, *b;
+};
+static struct mpic_pending *mpic_pend = NULL;
+static int mpic_npend = 0, mpic_cappend = 0;
+static int mpic_pend_count = 0; /* read without the lock on the hot path */
+
+void mpic_keep_until_complete(uintptr_t request, void *a, void *b) {
+  if (!a && !b) return;
+  pthread_mutex_lock(&mpic_lock);
+  if (mpic_npend == mpic_cappend) {
+    int cap = mpic_cappend ? 2 * mpic_cappend : 16;
+    struct mpic_pending *p = realloc(mpic_pend, sizeof *p * (size_t)cap);
+    if (!p) { /* keep the arrays alive forever rather than risk a use after free */
+      pthread_mutex_unlock(&mpic_lock);
+      return;
+    }
+    mpic_pend = p;
+    mpic_cappend = cap;
+  }
+  mpic_pend[mpic_npend++] = (struct mpic_pending){request, a, b};
+  __atomic_store_n(&mpic_pend_count, mpic_npend, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&mpic_lock);
+}
+uintptr_t *mpic_pending_snapshot(const uintptr_t *reqs, int n) {
+  if (!__atomic_load_n(&mpic_pend_count, __ATOMIC_ACQUIRE) || !reqs || n <= 0) return NULL;
+  uintptr_t *copy = malloc(sizeof *copy * (size_t)n);
+  if (copy) memcpy(copy, reqs, sizeof *copy * (size_t)n);
+  return copy;
+}
+void mpic_pending_release(uintptr_t *before, const uintptr_t *after, int n, uintptr_t null_request) {
+  pthread_mutex_lock(&mpic_lock);
+  for (int i = 0; i < n; i++) {
+    if (after[i] != null_request || before[i] == null_request) continue;
+    for (int j = 0; j < mpic_npend; j++)
+      if (mpic_pend[j].request == before[i]) {
+        free(mpic_pend[j].a);
+        free(mpic_pend[j].b);
+        mpic_pend[j] = mpic_pend[--mpic_npend];
+        break;
+      }
+  }
+  __atomic_store_n(&mpic_pend_count, mpic_npend, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&mpic_lock);
+  free(before);
+}
+
+/* ---- the predefined attribute callbacks, at the MPIABI level ---- */
+static int mpic_copy_dup(uintptr_t old, int keyval, void *extra, void *in, void *out, int *flag) {
+  (void)old, (void)keyval, (void)extra;
+  *(void **)out = in;
+  *flag = 1;
+  return 0;
+}
+static int mpic_copy_null(uintptr_t old, int keyval, void *extra, void *in, void *out, int *flag) {
+  (void)old, (void)keyval, (void)extra, (void)in, (void)out;
+  *flag = 0;
+  return 0;
+}
+static int mpic_delete_null(uintptr_t obj, int keyval, void *value, void *extra) {
+  (void)obj, (void)keyval, (void)value, (void)extra;
+  return 0;
+}
+#define mpic_comm_dup_fn mpic_copy_dup
+#define mpic_type_dup_fn mpic_copy_dup
+#define mpic_win_dup_fn mpic_copy_dup
+#define mpic_dup_fn mpic_copy_dup
+#define mpic_comm_null_copy_fn mpic_copy_null
+#define mpic_type_null_copy_fn mpic_copy_null
+#define mpic_win_null_copy_fn mpic_copy_null
+#define mpic_null_copy_fn mpic_copy_null
+#define mpic_comm_null_delete_fn mpic_delete_null
+#define mpic_type_null_delete_fn mpic_delete_null
+#define mpic_win_null_delete_fn mpic_delete_null
+#define mpic_null_delete_fn mpic_delete_null
+#define mpic_conversion_fn_null NULL
+
+/* ---- the families ---- */
+#include "family_mpich.h"
+
+/* ---- the exported interface (generated) ---- */
+#include "exports.c.inc"
+
+/* ---- finding and loading the MPI library ---- */
+
+/* A function the library lacks answers MPI_ERR_UNSUPPORTED_OPERATION; a
+ * missing MPIX_Query_*_support answers 0 ("no GPU support"), its only honest
+ * answer, because any non-zero value would mean "supported". */
+static int mpic_unsupported(void) { return NV_ERR_UNSUPPORTED_OPERATION; }
+static int mpic_no_gpu_support(void) { return 0; }
+
+static int mpic_bind_functions(void *lib, void **table, const char *const *names, size_t n) {
+  mpic_missing[0] = 0;
+  int missing = 0;
+  for (size_t i = 0; i < n; i++) {
+    void *f = dlsym(lib, names[i]);
+    if (!f) {
+      f = strncmp(names[i], "MPIX_Query_", 11) ? (void *)mpic_unsupported : (void *)mpic_no_gpu_support;
+      size_t len = strlen(mpic_missing);
+      snprintf(mpic_missing + len, sizeof mpic_missing - len, "%s%s", missing ? " " : "", names[i]);
+      missing++;
+    }
+    table[i] = f;
+  }
+  return missing;
+}
+
+static int mpich_finalized_flag(void) { return mpich_mpi_finalized(); }
+
+static int mpic_detect_family(void *lib) {
+  const char *forced = getenv("MPI_COLLECTIVES_ABI");
+  if (forced && *forced) {
+    if (!strcmp(forced, "mpich")) {
+      snprintf(mpic_family_reason, sizeof mpic_family_reason, "forced by MPI_COLLECTIVES_ABI=mpich");
+      return MPIC_FAMILY_MPICH;
+    }
+    snprintf(mpic_family_reason, sizeof mpic_family_reason,
+             "MPI_COLLECTIVES_ABI=%s is not supported by this build (supported: mpich)", forced);
+    return MPIC_FAMILY_NONE;
+  }
+  if (dlsym(lib, "ompi_mpi_comm_world")) {
+    snprintf(mpic_family_reason, sizeof mpic_family_reason,
+             "the library exports ompi_mpi_comm_world (Open MPI ABI), which this build does not support yet");
+    return MPIC_FAMILY_NONE;
+  }
+  /* MPICH 4.1+ also exports MPI_Abi_get_version from libmpi.so.12, where it
+   * answers -1.-1: only a real version means the MPI-5 standard ABI. */
+  int (*abi_version)(int *, int *) = (int (*)(int *, int *))dlsym(lib, "MPI_Abi_get_version");
+  int major = -1, minor = -1;
+  if (abi_version && abi_version(&major, &minor) == 0 && major >= 1) {
+    snprintf(mpic_family_reason, sizeof mpic_family_reason,
+             "MPI_Abi_get_version reports the MPI standard ABI %d.%d, which this build does not support yet",
+             major, minor);
+    return MPIC_FAMILY_NONE;
+  }
+  if (!dlsym(lib, "MPI_Init_thread")) {
+    snprintf(mpic_family_reason, sizeof mpic_family_reason, "the library does not export MPI_Init_thread");
+    return MPIC_FAMILY_NONE;
+  }
+  snprintf(mpic_family_reason, sizeof mpic_family_reason,
+           "no Open MPI or standard-ABI symbols: MPICH ABI (MPICH, Intel MPI, Cray MPICH, MVAPICH)");
+  return MPIC_FAMILY_MPICH;
+}
+
+static int mpic_try(const char *path, int flags) {
+  void *lib = dlopen(path, flags);
+  if (!lib) {
+    if (!(flags & RTLD_NOLOAD)) report("%s: %s; ", path, dlerror());
+    return 0;
+  }
+  int family = mpic_detect_family(lib);
+  if (family == MPIC_FAMILY_NONE) {
+    report("%s: %s; ", path, mpic_family_reason);
+    dlclose(lib);
+    return 0;
+  }
+  struct link_map *map = NULL;
+  if (dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && map->l_name[0])
+    snprintf(mpic_lib_path, sizeof mpic_lib_path, "%s", map->l_name);
+  else
+    snprintf(mpic_lib_path, sizeof mpic_lib_path, "%s", path);
+  mpic_lib = lib;
+  if (family == MPIC_FAMILY_MPICH) {
+    int missing = mpic_bind_functions(lib, (void **)&mpich_fn, mpich_fn_names,
+                                      sizeof mpich_fn_names / sizeof *mpich_fn_names);
+    if (missing) mpic_log(1, "%s lacks %d functions; they return MPI_ERR_UNSUPPORTED_OPERATION: %s",
+                          mpic_lib_path, missing, mpic_missing);
+    mpich_set_constants(lib);
+    mpic_native_finalized = mpich_finalized_flag;
+  }
+  mpic_family = family;
+  mpic_log(1, "loaded %s (%s)", mpic_lib_path, mpic_family_reason);
+  return 1;
+}
+
+static const char *const mpic_sonames[] = {"libmpi.so.12", "libmpich.so.12", "libmpi.so"};
+
+/* Prefixes that hold a lib/ directory where a wheel may have put libmpi: the
+ * installation prefix of every Python package already loaded in the process
+ * (jaxlib, ourselves: found through their .../lib/pythonX.Y/site-packages
+ * path), then the usual environment variables. */
+struct mpic_prefixes {
+  char dirs[16][1024];
+  int n;
+};
+static void mpic_add_prefix(struct mpic_prefixes *p, const char *dir, size_t len) {
+  if (!dir || !len || p->n >= 16 || len >= sizeof p->dirs[0]) return;
+  for (int i = 0; i < p->n; i++)
+    if (strlen(p->dirs[i]) == len && !strncmp(p->dirs[i], dir, len)) return;
+  memcpy(p->dirs[p->n], dir, len);
+  p->dirs[p->n][len] = 0;
+  p->n++;
+}
+static int mpic_collect_prefix(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  const char *name = info->dlpi_name;
+  const char *sp = name ? strstr(name, "/site-packages/") : NULL;
+  if (!sp) return 0;
+  const char *lib = sp;
+  while (lib > name && !(lib[0] == '/' && !strncmp(lib, "/lib/python", 11))) lib--;
+  if (lib > name) mpic_add_prefix(data, name, (size_t)(lib - name));
+  return 0;
+}
+
+static void mpic_load(void) {
+  const char *env = getenv("MPI_COLLECTIVES_LIBMPI");
+  if (env && *env) {
+    /* An explicit choice is final: falling back to another MPI would hide the mistake. */
+    mpic_try(env, RTLD_NOW | RTLD_LOCAL);
+    if (!mpic_lib) report("(MPI_COLLECTIVES_LIBMPI=%s) ", env);
+    return;
+  }
+  for (size_t i = 0; i < sizeof mpic_sonames / sizeof *mpic_sonames; i++)
+    if (mpic_try(mpic_sonames[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return;
+
+  struct mpic_prefixes prefixes = {.n = 0};
+  const char *hint = getenv("MPI_COLLECTIVES_PREFIXES"); /* set by our Python layer: sys.prefix, ... */
+  while (hint && *hint) {
+    const char *end = strchr(hint, ':');
+    size_t len = end ? (size_t)(end - hint) : strlen(hint);
+    mpic_add_prefix(&prefixes, hint, len);
+    hint = end ? end + 1 : NULL;
+  }
+  Dl_info self;
+  if (dladdr((void *)mpic_load, &self) && self.dli_fname) {
+    const char *sp = strstr(self.dli_fname, "/lib/python");
+    if (sp) mpic_add_prefix(&prefixes, self.dli_fname, (size_t)(sp - self.dli_fname));
+  }
+  dl_iterate_phdr(mpic_collect_prefix, &prefixes);
+  const char *vars[] = {"VIRTUAL_ENV", "CONDA_PREFIX"};
+  for (size_t i = 0; i < 2; i++) {
+    const char *v = getenv(vars[i]);
+    if (v) mpic_add_prefix(&prefixes, v, strlen(v));
+  }
+  const char *home = getenv("HOME");
+  char local[1024];
+  if (home) {
+    snprintf(local, sizeof local, "%s/.local", home);
+    mpic_add_prefix(&prefixes, local, strlen(local));
+  }
+  mpic_add_prefix(&prefixes, "/usr/local", strlen("/usr/local"));
+  for (int i = 0; i < prefixes.n; i++) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/lib/libmpi.so.12", prefixes.dirs[i]);
+    if (access(path, F_OK) != 0) continue;
+    if (mpic_try(path, RTLD_NOW | RTLD_LOCAL)) return;
+  }
+  report("no libmpi.so.12 under %d prefixes (", prefixes.n);
+  for (int i = 0; i < prefixes.n; i++) report("%s%s", i ? ", " : "", prefixes.dirs[i]);
+  report("); ");
+  /* Last, the loader's own search: LD_LIBRARY_PATH, the ld.so cache. */
+  for (size_t i = 0; i < sizeof mpic_sonames / sizeof *mpic_sonames; i++)
+    if (mpic_try(mpic_sonames[i], RTLD_NOW | RTLD_LOCAL)) return;
+}
+
+static void mpic_read_settings(void) {
+  const char *v = getenv("MPI_COLLECTIVES_VERBOSE");
+  if (v && *v) mpic_verbose = atoi(v);
+  const char *a = getenv("MPI_COLLECTIVES_ANY_THREAD");
+  if (a && *a) mpic_any_thread = atoi(a) != 0;
+  const char *c = getenv("MPI_COLLECTIVES_CHECK_SPLITS");
+  if (c && *c) mpic_check_splits = atoi(c) != 0;
+  const char *t = getenv("MPI_COLLECTIVES_THREAD_LEVEL");
+  if (t && *t) {
+    static const char *const names[] = {"single", "funneled", "serialized", "multiple"};
+    int found = 0;
+    for (int i = 0; i < 4; i++)
+      if (!strcasecmp(t, names[i])) mpic_thread_policy_level = i, found = 1;
+    if (!strcasecmp(t, "requested")) mpic_thread_policy_level = -1, found = 1;
+    if (!found)
+      mpic_log(0, "MPI_COLLECTIVES_THREAD_LEVEL=%s is not one of single, funneled, serialized, "
+                  "multiple, requested; using multiple", t);
+  }
+}
+
+/* jaxlib reads the constants as soon as dlopen returns: fill them in now. */
+__attribute__((constructor)) static void mpic_constructor(void) {
+  mpic_read_settings();
+  mpich_set_constants(NULL); /* defined values even when no MPI can be loaded */
+  mpic_load();
+  if (!mpic_lib) mpic_log(1, "no MPI library loaded: %s", mpic_report);
+}
+
+/* ---- what the Python layer asks (declared in mpi_collectives/_build_native.py) ---- */
+MPIABI_EXPORT const char *mpic_family_name(void) {
+  switch (mpic_family) {
+  case MPIC_FAMILY_MPICH: return "mpich";
+  default: return "none";
+  }
+}
+MPIABI_EXPORT const char *mpic_library_path(void) { return mpic_lib_path; }
+MPIABI_EXPORT const char *mpic_load_report(void) { return mpic_report; }
+MPIABI_EXPORT const char *mpic_family_detail(void) { return mpic_family_reason; }
+MPIABI_EXPORT const char *mpic_missing_functions(void) { return mpic_missing; }
+MPIABI_EXPORT int mpic_we_initialized(void) { return mpic_initialized_by_us; }
+MPIABI_EXPORT int mpic_thread_policy_value(void) { return mpic_thread_policy_level; }
