@@ -1,0 +1,128 @@
+"""The native layer: generated code is current, jaxlib's interface is all
+there, and the wrapper's policies hold (thread level, init/finalize
+ownership, split checks, a missing MPI library)."""
+import ctypes
+import os
+import re
+import sys
+import sysconfig
+
+import pytest
+
+from conftest import ROOT, explain, mpirun, run, wrapper_path
+
+PROGRAMS = os.path.join(ROOT, "tests", "programs")
+PY = sys.executable
+
+
+def policy(case, *args, n=None, env=None):
+    cmd = [PY, os.path.join(PROGRAMS, "policy.py"), case, *args]
+    return mpirun(n, cmd, env=env) if n else run(cmd, env=env)
+
+
+def test_generated_sources_are_current():
+    proc = run([PY, os.path.join(ROOT, "native", "gen", "generate.py"), "--check"])
+    assert proc.returncode == 0, explain(proc)
+
+
+def test_tables_match_installed_jaxlib_and_mpich_headers():
+    include = os.path.join(sysconfig.get_paths()["data"], "include")
+    if not os.path.exists(os.path.join(include, "mpi_proto.h")):
+        pytest.skip("MPICH's headers are not installed here (they come with the mpich wheel)")
+    proc = run([PY, os.path.join(ROOT, "native", "gen", "extract_abi.py"), "--check"])
+    assert proc.returncode == 0, explain(proc)
+
+
+def test_no_mpi_header_in_the_build():
+    for folder, _, files in os.walk(os.path.join(ROOT, "native")):
+        for name in files:
+            if name.endswith((".c", ".h", ".inc")):
+                text = open(os.path.join(folder, name)).read()
+                assert not re.search(r"#\s*include\s*[<\"]mpi\.h", text), name
+
+
+def test_exports_every_symbol_jaxlib_resolves():
+    import jaxlib
+
+    data = open(os.path.join(os.path.dirname(jaxlib.__file__), "libjax_common.so"), "rb").read()
+    wanted = {m.decode() for m in re.findall(rb"(?<=\0)MPIX?ABI_[A-Za-z0-9_]+(?=\0)", data)}
+    wanted |= {"mpiwrapper_export_fortran_constants_"} | {
+        f"{p}_version_{v}" for p in ("mpiwrapper", "mpiabi") for v in ("major", "minor", "patch")}
+    assert len(wanted) > 600
+    lib = ctypes.CDLL(wrapper_path(), mode=os.RTLD_LAZY | os.RTLD_LOCAL | 0x8)
+    missing = sorted(n for n in wanted if not hasattr(lib, n))
+    assert not missing, missing
+    assert ctypes.c_int.in_dll(lib, "mpiabi_version_major").value == 2
+    assert ctypes.c_int.in_dll(lib, "mpiabi_version_minor").value >= 9
+
+
+def test_libpath_and_info():
+    proc = run([PY, "-m", "mpi_collectives", "info"])
+    assert proc.returncode == 0, explain(proc)
+    assert re.search(r"^family\s+mpich$", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^library\s+/\S*libmpi", proc.stdout, re.M), proc.stdout
+
+
+def test_requests_thread_multiple_by_default():
+    proc = policy("thread-level", "THREAD_MULTIPLE")
+    assert proc.returncode == 0 and "PASS" in proc.stdout, explain(proc)
+
+
+def test_thread_level_as_requested_when_asked():
+    proc = policy("thread-level", "THREAD_FUNNELED", env={"MPI_COLLECTIVES_THREAD_LEVEL": "requested"})
+    assert proc.returncode == 0 and "PASS" in proc.stdout, explain(proc)
+
+
+def test_mpi4py_initialized_first_is_left_alone():
+    proc = policy("mpi4py-first", n=2)
+    assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
+
+
+def test_free_after_finalize_is_silent():
+    proc = policy("free-after-finalize")
+    assert proc.returncode == 0 and "PASS" in proc.stdout, explain(proc)
+    assert proc.stderr == "", proc.stderr
+
+
+def test_split_with_xla_keys_passes():
+    proc = policy("split", "reversed", n=3)
+    assert proc.returncode == 0 and proc.stdout.count("PASS") == 3, explain(proc)
+
+
+def test_split_that_breaks_xla_convention_stops_the_job():
+    proc = policy("split", "zero", n=2)
+    assert proc.returncode != 0, explain(proc)
+    assert "MPI_Comm_split(color=0, key=0) gave rank 1 of 2" in proc.stderr, explain(proc)
+    assert "PASS" not in proc.stdout
+
+
+def test_split_check_can_be_turned_off():
+    proc = policy("split", "zero", n=2, env={"MPI_COLLECTIVES_CHECK_SPLITS": "0"})
+    assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("order", ["before", "after"])
+def test_mpi4py_and_jax_in_one_process(order, jax_env):
+    proc = mpirun(2, [PY, os.path.join(PROGRAMS, "jax_with_mpi4py.py"), order], env=jax_env)
+    assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
+    assert "Attempting to use an MPI routine" not in proc.stderr, explain(proc)
+
+
+@pytest.mark.jax
+def test_no_mpi_library_one_line_and_nonzero_exit(jax_env):
+    env = dict(jax_env, MPI_COLLECTIVES_LIBMPI="/nonexistent/libmpi.so.12")
+    proc = mpirun(2, [PY, os.path.join(PROGRAMS, "first_psum.py")], env=env)
+    assert proc.returncode != 0, explain(proc)
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("mpi-collectives:")]
+    assert len(lines) == 2, explain(proc)  # one per rank
+    assert "no MPI library was loaded" in lines[0] and "/nonexistent/libmpi.so.12" in lines[0]
+    assert "MPI_COLLECTIVES_LIBMPI" in lines[0] and "pip install mpich" in lines[0]
+    assert "Traceback" not in proc.stderr and "PASS" not in proc.stdout
+
+
+@pytest.mark.jax
+def test_import_jax_works_without_mpi_library(jax_env):
+    env = dict(jax_env, MPI_COLLECTIVES_LIBMPI="/nonexistent/libmpi.so.12")
+    proc = run([PY, "-c", "import jax, jax.numpy as jnp; print(int(jnp.arange(4).sum()))"], env=env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "6", explain(proc)
