@@ -19,7 +19,7 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv" >&2
 fi
 pip() { "$venv/bin/python" -m pip --disable-pip-version-check -q "$@" 2>&1 | grep -v '^WARNING: Location' >&2 || true; }
-pip install "jax==0.10.2" "jaxlib==0.10.2" "$mpi_wheel" cffi mpi4py numpy pytest pytest-mpi pytest-timeout
+pip install "jax==0.10.2" "jaxlib==0.10.2" "$mpi_wheel" cffi mpi4py numpy pytest pytest-timeout
 # A real (non-editable) install: the wheel layout is what users get.
 pip install --force-reinstall --no-deps "$root"
 "$venv/bin/python" -c "import mpi_collectives._mpiabi" >&2 || { echo "setup_env.sh: the package did not install" >&2; exit 1; }
