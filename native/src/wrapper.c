@@ -32,6 +32,7 @@ MPIABI_EXPORT int mpiabi_version_patch = 0;
 MPIABI_EXPORT void mpiwrapper_export_fortran_constants_(void) {}
 
 /* ---- state ---- */
+static const char *const mpic_family_names[] = {"none", "mpich", "openmpi", "standard"};
 int mpic_family = MPIC_FAMILY_NONE;
 int mpic_initialized_by_us = 0;
 int mpic_finalized_by_us = 0;
@@ -81,6 +82,16 @@ int mpic_mpi_is_finalized(void) {
   return mpic_native_finalized ? mpic_native_finalized() : 0;
 }
 
+/* MPI_COLLECTIVES_ABI: 0 when unset, -1 when not understood. */
+int mpic_forced_family(void) {
+  const char *v = getenv("MPI_COLLECTIVES_ABI");
+  if (!v || !*v) return 0;
+  if (!strcmp(v, "mpich")) return MPIC_FAMILY_MPICH;
+  if (!strcmp(v, "openmpi")) return MPIC_FAMILY_OPENMPI;
+  if (!strcmp(v, "standard")) return MPIC_FAMILY_STANDARD;
+  return -1;
+}
+
 /* ---- thread level policy ---- */
 int mpic_level_rank(const int levels[4], int native_level) {
   for (int i = 0; i < 4; i++)
@@ -112,6 +123,44 @@ void mpic_fatal(const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, "mpi-collectives: error: %s\n", line);
   fflush(stderr);
+}
+
+/* ---- the launcher and the library must be of one MPI ----
+ * With a launcher of another MPI, every process initializes as a singleton
+ * and silently believes it is rank 0 of 1. The launcher's environment says
+ * how many processes it started. */
+struct mpic_launcher {
+  const char *size_var, *rank_var, *name;
+};
+static const struct mpic_launcher mpic_launchers[] = {
+    {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "Open MPI's mpirun"},
+    {"PMI_SIZE", "PMI_RANK", "a Hydra mpiexec (MPICH, Intel MPI) or srun --mpi=pmi2"},
+    {"PMIX_SIZE", "PMIX_RANK", "a PMIx launcher"},
+    {"SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "Slurm's srun"},
+};
+
+void mpic_check_launcher(int world_size, int world_rank) {
+  for (size_t i = 0; i < sizeof mpic_launchers / sizeof *mpic_launchers; i++) {
+    const char *v = getenv(mpic_launchers[i].size_var);
+    int started = v ? atoi(v) : 0;
+    if (started <= 1) continue;
+    if (world_size == 1) {
+      const char *r = getenv(mpic_launchers[i].rank_var);
+      fprintf(stderr,
+              "mpi-collectives: error: process %s of %d started by %s (%s=%d), but the MPI library %s "
+              "(%s ABI) sees a world of 1: the launcher and the library come from different MPI "
+              "installations. Fix: launch with the mpiexec that belongs to %s, or set "
+              "MPI_COLLECTIVES_LIBMPI to the libmpi of the MPI whose launcher you use.\n",
+              r ? r : "?", started, mpic_launchers[i].name, mpic_launchers[i].size_var, started,
+              mpic_lib_path, mpic_family_names[mpic_family], mpic_lib_path);
+      fflush(stderr);
+      _exit(1);
+    }
+    if (world_size != started)
+      mpic_log(0, "rank %d: the launcher says %s=%d but MPI_COMM_WORLD has %d processes", world_rank,
+               mpic_launchers[i].size_var, started, world_size);
+    return;
+  }
 }
 
 /* ---- callback pools and records ---- */
@@ -245,26 +294,32 @@ static int mpic_delete_null(uintptr_t obj, int keyval, void *value, void *extra)
 #define mpic_null_delete_fn mpic_delete_null
 #define mpic_conversion_fn_null NULL
 
-/* ---- the families ---- */
-#include "family_mpich.h"
-
-/* ---- the exported interface (generated) ---- */
-#include "exports.c.inc"
-
-/* ---- finding and loading the MPI library ---- */
-
-/* A function the library lacks answers MPI_ERR_UNSUPPORTED_OPERATION; a
- * missing MPIX_Query_*_support answers 0 ("no GPU support"), its only honest
- * answer, because any non-zero value would mean "supported". */
-static int mpic_unsupported(void) { return NV_ERR_UNSUPPORTED_OPERATION; }
+/* ---- binding the functions of a loaded library ----
+ * A function the library lacks answers its family's
+ * MPI_ERR_UNSUPPORTED_OPERATION; a missing MPIX_Query_*_support answers 0
+ * ("no GPU support"), its only honest answer, as non-zero means "supported". */
 static int mpic_no_gpu_support(void) { return 0; }
 /* In the MPICH ABI the Fortran handle of an integer handle is the handle
  * itself: mpi.h defines MPI_Comm_c2f and friends as casts, and Intel MPI's
  * library does not export them at all. */
 static int mpich_same_int(int handle) { return handle; }
 
-static void *mpic_fallback(int family, const char *name) {
+/* Open MPI defines these two as macros, not functions: address arithmetic. */
+static intptr_t mpic_aint_add(intptr_t base, intptr_t disp) { return (intptr_t)((uintptr_t)base + (uintptr_t)disp); }
+static intptr_t mpic_aint_diff(intptr_t a, intptr_t b) { return (intptr_t)((uintptr_t)a - (uintptr_t)b); }
+
+static void *mpic_fallback(int family, void *lib, const char *name) {
   if (!strncmp(name, "MPIX_Query_", 11)) return (void *)mpic_no_gpu_support;
+  if (!strcmp(name, "MPI_Aint_add")) return (void *)mpic_aint_add;
+  if (!strcmp(name, "MPI_Aint_diff")) return (void *)mpic_aint_diff;
+  /* The standard ABI has no MPI_Comm_c2f: its integer form of a handle is MPI_Comm_toint. */
+  size_t len = strlen(name);
+  if (family == MPIC_FAMILY_STANDARD && len > 4 && strncmp(name, "MPI_Status", 10) &&
+      (!strcmp(name + len - 4, "_c2f") || !strcmp(name + len - 4, "_f2c"))) {
+    char alt[64];
+    snprintf(alt, sizeof alt, "%.*s%s", (int)(len - 4), name, name[len - 3] == 'c' ? "_toint" : "_fromint");
+    return dlsym(lib, alt);
+  }
   if (family == MPIC_FAMILY_MPICH && strncmp(name, "MPI_File_", 9) &&
       (strstr(name, "_c2f") || strstr(name, "_f2c")) && strcmp(name, "MPI_Status_c2f") &&
       strcmp(name, "MPI_Status_f2c"))
@@ -272,17 +327,18 @@ static void *mpic_fallback(int family, const char *name) {
   return NULL;
 }
 
-static int mpic_bind_functions(int family, void *lib, void **table, const char *const *names, size_t n) {
+int mpic_bind_functions(int family, void *lib, void **table, const char *const *names, size_t n,
+                        void *unsupported) {
   mpic_missing[0] = 0;
   int missing = 0;
   for (size_t i = 0; i < n; i++) {
     void *f = dlsym(lib, names[i]);
-    if (!f && (f = mpic_fallback(family, names[i]))) {
+    if (!f && (f = mpic_fallback(family, lib, names[i]))) {
       table[i] = f;
       continue;
     }
     if (!f) {
-      f = (void *)mpic_unsupported;
+      f = unsupported;
       size_t len = strlen(mpic_missing);
       snprintf(mpic_missing + len, sizeof mpic_missing - len, "%s%s", missing ? " " : "", names[i]);
       missing++;
@@ -292,22 +348,26 @@ static int mpic_bind_functions(int family, void *lib, void **table, const char *
   return missing;
 }
 
-static int mpich_finalized_flag(void) { return mpich_mpi_finalized(); }
+/* ---- the families ---- */
+#include "family_mpich.h"
+#include "family_openmpi.h"
+#include "family_standard.h"
 
+/* ---- the exported interface (generated) ---- */
+#include "exports.c.inc"
+
+/* Which ABI a loaded library speaks: the standard ABI if MPI_Abi_get_version
+ * reports one, Open MPI if it exports ompi_mpi_comm_world, else the MPICH
+ * ABI. MPI_COLLECTIVES_ABI overrides the detection. */
 static int mpic_detect_family(void *lib) {
-  const char *forced = getenv("MPI_COLLECTIVES_ABI");
-  if (forced && *forced) {
-    if (!strcmp(forced, "mpich")) {
-      snprintf(mpic_family_reason, sizeof mpic_family_reason, "forced by MPI_COLLECTIVES_ABI=mpich");
-      return MPIC_FAMILY_MPICH;
-    }
-    snprintf(mpic_family_reason, sizeof mpic_family_reason,
-             "MPI_COLLECTIVES_ABI=%s is not supported by this build (supported: mpich)", forced);
-    return MPIC_FAMILY_NONE;
+  int forced = mpic_forced_family();
+  if (forced > 0) {
+    snprintf(mpic_family_reason, sizeof mpic_family_reason, "forced by MPI_COLLECTIVES_ABI=%s",
+             mpic_family_names[forced]);
+    return forced;
   }
-  if (dlsym(lib, "ompi_mpi_comm_world")) {
-    snprintf(mpic_family_reason, sizeof mpic_family_reason,
-             "the library exports ompi_mpi_comm_world (Open MPI ABI), which this build does not support yet");
+  if (!dlsym(lib, "MPI_Init_thread")) {
+    snprintf(mpic_family_reason, sizeof mpic_family_reason, "the library does not export MPI_Init_thread");
     return MPIC_FAMILY_NONE;
   }
   /* MPICH 4.1+ also exports MPI_Abi_get_version from libmpi.so.12, where it
@@ -316,16 +376,15 @@ static int mpic_detect_family(void *lib) {
   int major = -1, minor = -1;
   if (abi_version && abi_version(&major, &minor) == 0 && major >= 1) {
     snprintf(mpic_family_reason, sizeof mpic_family_reason,
-             "MPI_Abi_get_version reports the MPI standard ABI %d.%d, which this build does not support yet",
-             major, minor);
-    return MPIC_FAMILY_NONE;
+             "MPI_Abi_get_version reports the MPI standard ABI %d.%d", major, minor);
+    return MPIC_FAMILY_STANDARD;
   }
-  if (!dlsym(lib, "MPI_Init_thread")) {
-    snprintf(mpic_family_reason, sizeof mpic_family_reason, "the library does not export MPI_Init_thread");
-    return MPIC_FAMILY_NONE;
+  if (dlsym(lib, "ompi_mpi_comm_world")) {
+    snprintf(mpic_family_reason, sizeof mpic_family_reason, "exports ompi_mpi_comm_world: Open MPI ABI");
+    return MPIC_FAMILY_OPENMPI;
   }
   snprintf(mpic_family_reason, sizeof mpic_family_reason,
-           "no Open MPI or standard-ABI symbols: MPICH ABI (MPICH, Intel MPI, Cray MPICH, MVAPICH)");
+           "no standard-ABI version, no Open MPI symbols: MPICH ABI (MPICH, Intel MPI, Cray MPICH, MVAPICH)");
   return MPIC_FAMILY_MPICH;
 }
 
@@ -347,20 +406,47 @@ static int mpic_try(const char *path, int flags) {
   else
     snprintf(mpic_lib_path, sizeof mpic_lib_path, "%s", path);
   mpic_lib = lib;
-  if (family == MPIC_FAMILY_MPICH) {
-    int missing = mpic_bind_functions(family, lib, (void **)&mpich_fn, mpich_fn_names,
-                                      sizeof mpich_fn_names / sizeof *mpich_fn_names);
-    if (missing) mpic_log(1, "%s lacks %d functions; they return MPI_ERR_UNSUPPORTED_OPERATION: %s",
-                          mpic_lib_path, missing, mpic_missing);
-    mpich_set_constants(lib);
-    mpic_native_finalized = mpich_finalized_flag;
+  int missing = 0;
+  switch (family) {
+  case MPIC_FAMILY_MPICH:
+    missing = mpich_activate(lib);
+    mpic_native_finalized = mpich_mpi_finalized;
+    break;
+  case MPIC_FAMILY_OPENMPI:
+    /* Open MPI's components (and those of a plugin-built Open MPI 4) resolve
+     * libmpi's symbols globally. */
+    if (!dlopen(mpic_lib_path, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD))
+      mpic_log(0, "could not make %s global: %s", mpic_lib_path, dlerror());
+    missing = openmpi_activate(lib);
+    mpic_native_finalized = openmpi_mpi_finalized;
+    break;
+  case MPIC_FAMILY_STANDARD:
+    missing = standard_activate(lib);
+    mpic_native_finalized = standard_mpi_finalized;
+    break;
   }
+  if (missing) mpic_log(1, "%s lacks %d functions; they return MPI_ERR_UNSUPPORTED_OPERATION: %s",
+                        mpic_lib_path, missing, mpic_missing);
   mpic_family = family;
   mpic_log(1, "loaded %s (%s)", mpic_lib_path, mpic_family_reason);
   return 1;
 }
 
-static const char *const mpic_sonames[] = {"libmpi.so.12", "libmpich.so.12", "libmpi.so"};
+/* Library names to look for, per family; with no family forced, the MPICH
+ * ABI and Open MPI ones (the standard ABI is chosen explicitly, since the
+ * mpich wheel installs it beside libmpi.so.12). */
+static const char *const mpic_names_mpich[] = {"libmpi.so.12", "libmpich.so.12", NULL};
+static const char *const mpic_names_openmpi[] = {"libmpi.so.40", NULL};
+static const char *const mpic_names_standard[] = {"libmpi_abi.so.1", "libmpi_abi.so", NULL};
+static const char *const mpic_names_any[] = {"libmpi.so.12", "libmpich.so.12", "libmpi.so.40", NULL};
+static const char *const *mpic_search_names(void) {
+  switch (mpic_forced_family()) {
+  case MPIC_FAMILY_MPICH: return mpic_names_mpich;
+  case MPIC_FAMILY_OPENMPI: return mpic_names_openmpi;
+  case MPIC_FAMILY_STANDARD: return mpic_names_standard;
+  default: return mpic_names_any;
+  }
+}
 
 /* Prefixes that hold a lib/ directory where a wheel may have put libmpi: the
  * installation prefix of every Python package already loaded in the process
@@ -397,8 +483,9 @@ static void mpic_load(void) {
     if (!mpic_lib) report("(MPI_COLLECTIVES_LIBMPI=%s) ", env);
     return;
   }
-  for (size_t i = 0; i < sizeof mpic_sonames / sizeof *mpic_sonames; i++)
-    if (mpic_try(mpic_sonames[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return;
+  const char *const *names = mpic_search_names();
+  for (size_t i = 0; names[i]; i++)
+    if (mpic_try(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return;
 
   struct mpic_prefixes prefixes = {.n = 0};
   const char *hint = getenv("MPI_COLLECTIVES_PREFIXES"); /* set by our Python layer: sys.prefix, ... */
@@ -426,18 +513,21 @@ static void mpic_load(void) {
     mpic_add_prefix(&prefixes, local, strlen(local));
   }
   mpic_add_prefix(&prefixes, "/usr/local", strlen("/usr/local"));
-  for (int i = 0; i < prefixes.n; i++) {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/lib/libmpi.so.12", prefixes.dirs[i]);
-    if (access(path, F_OK) != 0) continue;
-    if (mpic_try(path, RTLD_NOW | RTLD_LOCAL)) return;
-  }
-  report("no libmpi.so.12 under %d prefixes (", prefixes.n);
+  for (int i = 0; i < prefixes.n; i++)
+    for (size_t j = 0; names[j]; j++) {
+      char path[1100];
+      snprintf(path, sizeof path, "%s/lib/%s", prefixes.dirs[i], names[j]);
+      if (access(path, F_OK) != 0) continue;
+      if (mpic_try(path, RTLD_NOW | RTLD_LOCAL)) return;
+    }
+  report("no ");
+  for (size_t j = 0; names[j]; j++) report("%s%s", j ? " or " : "", names[j]);
+  report(" under %d prefixes (", prefixes.n);
   for (int i = 0; i < prefixes.n; i++) report("%s%s", i ? ", " : "", prefixes.dirs[i]);
   report("); ");
   /* Last, the loader's own search: LD_LIBRARY_PATH, the ld.so cache. */
-  for (size_t i = 0; i < sizeof mpic_sonames / sizeof *mpic_sonames; i++)
-    if (mpic_try(mpic_sonames[i], RTLD_NOW | RTLD_LOCAL)) return;
+  for (size_t i = 0; names[i]; i++)
+    if (mpic_try(names[i], RTLD_NOW | RTLD_LOCAL)) return;
 }
 
 static void mpic_read_settings(void) {
@@ -447,6 +537,9 @@ static void mpic_read_settings(void) {
   if (a && *a) mpic_any_thread = atoi(a) != 0;
   const char *c = getenv("MPI_COLLECTIVES_CHECK_SPLITS");
   if (c && *c) mpic_check_splits = atoi(c) != 0;
+  if (mpic_forced_family() < 0)
+    mpic_log(0, "MPI_COLLECTIVES_ABI=%s is not one of mpich, openmpi, standard; detecting the ABI instead",
+             getenv("MPI_COLLECTIVES_ABI"));
   const char *t = getenv("MPI_COLLECTIVES_THREAD_LEVEL");
   if (t && *t) {
     static const char *const names[] = {"single", "funneled", "serialized", "multiple"};
@@ -470,10 +563,7 @@ __attribute__((constructor)) static void mpic_constructor(void) {
 
 /* ---- what the Python layer asks (declared in mpi_collectives/_build_native.py) ---- */
 MPIABI_EXPORT const char *mpic_family_name(void) {
-  switch (mpic_family) {
-  case MPIC_FAMILY_MPICH: return "mpich";
-  default: return "none";
-  }
+  return mpic_family_names[mpic_family];
 }
 MPIABI_EXPORT const char *mpic_library_path(void) { return mpic_lib_path; }
 MPIABI_EXPORT const char *mpic_load_report(void) { return mpic_report; }

@@ -2,6 +2,7 @@
 #ifndef MPI_COLLECTIVES_WRAPPER_H
 #define MPI_COLLECTIVES_WRAPPER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "mpiabi.h"
 
@@ -9,7 +10,11 @@
 #define MPIC_VERSION_MINOR 1
 #define MPIC_VERSION_PATCH 0
 
-enum { MPIC_FAMILY_NONE = 0, MPIC_FAMILY_MPICH = 1 };
+enum { MPIC_FAMILY_NONE = 0, MPIC_FAMILY_MPICH = 1, MPIC_FAMILY_OPENMPI = 2, MPIC_FAMILY_STANDARD = 3 };
+int mpic_forced_family(void);
+int mpic_bind_functions(int family, void *lib, void **table, const char *const *names, size_t n,
+                        void *unsupported);
+void mpic_check_launcher(int world_size, int world_rank);
 
 extern int mpic_family;
 extern int mpic_initialized_by_us;

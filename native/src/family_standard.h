@@ -1,0 +1,51 @@
+/* The MPI-5 standard ABI (MPICH's libmpi_abi.so.1; Open MPI 6 later). Handles
+ * are pointers to incomplete structs whose predefined values are small
+ * integers fixed by the standard; the status is eight ints (32 bytes, more
+ * than the 24 MPIABI keeps for it, so it goes through a temporary). Constant
+ * values come from native/abi/standard_constants.txt, read off the mpich
+ * wheel's mpi_abi.h by native/gen/extract_abi.py. */
+#define FAMILY(name) standard_##name
+#define FAMILY_ID MPIC_FAMILY_STANDARD
+
+typedef void *standard_nt_Comm;
+typedef void *standard_nt_Datatype;
+typedef void *standard_nt_Errhandler;
+typedef void *standard_nt_File;
+typedef void *standard_nt_Group;
+typedef void *standard_nt_Info;
+typedef void *standard_nt_Message;
+typedef void *standard_nt_Op;
+typedef void *standard_nt_Request;
+typedef void *standard_nt_Win;
+
+#define PTR_HANDLE(T) \
+  static inline FAMILY(nt_##T) FAMILY(to_n_##T)(uintptr_t h) { return (FAMILY(nt_##T))h; } \
+  static inline uintptr_t FAMILY(from_n_##T)(FAMILY(nt_##T) h) { return (uintptr_t)h; }
+PTR_HANDLE(Comm)
+PTR_HANDLE(Datatype)
+PTR_HANDLE(Errhandler)
+PTR_HANDLE(File)
+PTR_HANDLE(Group)
+PTR_HANDLE(Info)
+PTR_HANDLE(Message)
+PTR_HANDLE(Op)
+PTR_HANDLE(Request)
+PTR_HANDLE(Win)
+#undef PTR_HANDLE
+#include "handle_names.h"
+
+/* Native status: MPI_SOURCE, MPI_TAG, MPI_ERROR, mpi_abi_slush_fund[5]. */
+#define NS_SIZE 32
+#define NS_SOURCE 0
+#define NS_TAG 4
+#define NS_ERROR 8
+#define NS_PRIV_OFF 12
+#define NS_PRIV_LEN 20
+typedef struct { int i[8]; } standard_status_buf;
+#define NS_BUF standard_status_buf
+
+#include "standard_constants.inc"
+#include "forwarders.inc"
+#include "standard_constants_end.inc"
+#include "handle_names_end.h"
+#include "family_end.h"
