@@ -139,28 +139,53 @@ static const struct mpic_launcher mpic_launchers[] = {
     {"SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "Slurm's srun"},
 };
 
-void mpic_check_launcher(int world_size, int world_rank) {
+static __attribute__((noreturn)) void mpic_launcher_mismatch(const struct mpic_launcher *l, int started,
+                                                               const char *what) {
+  const char *r = getenv(l->rank_var);
+  fprintf(stderr,
+          "mpi-collectives: error: process %s of %d was started by %s (%s=%d), but the MPI library %s "
+          "(%s ABI) %s: the launcher and the library come from different MPI installations. "
+          "Fix: launch with the mpiexec that belongs to %s, or set MPI_COLLECTIVES_LIBMPI to the "
+          "libmpi of the MPI whose launcher you use.\n",
+          r ? r : "?", started, l->name, l->size_var, started, mpic_lib_path,
+          mpic_family_names[mpic_family], what, mpic_lib_path);
+  fflush(stderr);
+  _exit(1);
+}
+
+static const struct mpic_launcher *mpic_launcher_found(int *started) {
   for (size_t i = 0; i < sizeof mpic_launchers / sizeof *mpic_launchers; i++) {
     const char *v = getenv(mpic_launchers[i].size_var);
-    int started = v ? atoi(v) : 0;
-    if (started <= 1) continue;
-    if (world_size == 1) {
-      const char *r = getenv(mpic_launchers[i].rank_var);
-      fprintf(stderr,
-              "mpi-collectives: error: process %s of %d started by %s (%s=%d), but the MPI library %s "
-              "(%s ABI) sees a world of 1: the launcher and the library come from different MPI "
-              "installations. Fix: launch with the mpiexec that belongs to %s, or set "
-              "MPI_COLLECTIVES_LIBMPI to the libmpi of the MPI whose launcher you use.\n",
-              r ? r : "?", started, mpic_launchers[i].name, mpic_launchers[i].size_var, started,
-              mpic_lib_path, mpic_family_names[mpic_family], mpic_lib_path);
-      fflush(stderr);
-      _exit(1);
-    }
-    if (world_size != started)
-      mpic_log(0, "rank %d: the launcher says %s=%d but MPI_COMM_WORLD has %d processes", world_rank,
-               mpic_launchers[i].size_var, started, world_size);
-    return;
+    *started = v ? atoi(v) : 0;
+    if (*started > 1) return &mpic_launchers[i];
   }
+  return NULL;
+}
+
+/* Before MPI_Init: MPICH aborts under Open MPI's launcher with an error
+ * stack about PMIx, and Open MPI under Hydra prints a missing help file; say
+ * what is wrong first. (Slurm's srun can start either, so it is not judged here.) */
+void mpic_check_launcher_before_init(void) {
+  int started = 0;
+  const struct mpic_launcher *l = mpic_launcher_found(&started);
+  if (!l) return;
+  int ompi_launcher = !strcmp(l->size_var, "OMPI_COMM_WORLD_SIZE");
+  int hydra_launcher = !strcmp(l->size_var, "PMI_SIZE") && !getenv("OMPI_COMM_WORLD_SIZE") &&
+                       !getenv("SLURM_STEP_ID"); /* srun --mpi=pmi2 sets PMI_SIZE too */
+  if ((ompi_launcher && mpic_family != MPIC_FAMILY_OPENMPI && !getenv("PMI_SIZE")) ||
+      (hydra_launcher && mpic_family == MPIC_FAMILY_OPENMPI))
+    mpic_launcher_mismatch(l, started, "cannot join the processes it started");
+}
+
+/* After MPI_Init: a world of 1 under a launcher that started more. */
+void mpic_check_launcher(int world_size, int world_rank) {
+  int started = 0;
+  const struct mpic_launcher *l = mpic_launcher_found(&started);
+  if (!l) return;
+  if (world_size == 1) mpic_launcher_mismatch(l, started, "sees a world of 1");
+  if (world_size != started)
+    mpic_log(0, "rank %d: the launcher says %s=%d but MPI_COMM_WORLD has %d processes", world_rank,
+             l->size_var, started, world_size);
 }
 
 /* ---- callback pools and records ---- */

@@ -15,6 +15,7 @@ int mpic_forced_family(void);
 int mpic_bind_functions(int family, void *lib, void **table, const char *const *names, size_t n,
                         void *unsupported);
 void mpic_check_launcher(int world_size, int world_rank);
+void mpic_check_launcher_before_init(void);
 
 extern int mpic_family;
 extern int mpic_initialized_by_us;
