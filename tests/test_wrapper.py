@@ -129,3 +129,28 @@ def test_import_jax_works_without_mpi_library(jax_env):
     env = dict(jax_env, MPI_COLLECTIVES_LIBMPI="/nonexistent/libmpi.so.12")
     proc = run([PY, "-c", "import jax, jax.numpy as jnp; print(int(jnp.arange(4).sum()))"], env=env)
     assert proc.returncode == 0 and proc.stdout.strip() == "6", explain(proc)
+
+
+def foreign_launcher_env():
+    """The environment a launcher of another MPI than the loaded one would set."""
+    if EXPECTED_FAMILY == "openmpi":
+        return {"PMI_SIZE": "2", "PMI_RANK": "1"}, "a Hydra mpiexec"
+    return {"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1"}, "Open MPI's mpirun"
+
+
+def test_launcher_of_another_mpi_is_named_before_init():
+    env, launcher = foreign_launcher_env()
+    proc = policy("thread-level", "THREAD_MULTIPLE", env=env)
+    assert proc.returncode == 1, explain(proc)
+    assert f"process 1 of 2 was started by {launcher}" in proc.stderr, explain(proc)
+    assert "come from different MPI installations" in proc.stderr and "MPI_COLLECTIVES_LIBMPI" in proc.stderr
+    assert "PASS" not in proc.stdout
+
+
+def test_world_of_one_under_a_launcher_of_more_is_an_error():
+    # srun (simulated) started 3 tasks, but MPI initialized a singleton.
+    env = {"SLURM_STEP_NUM_TASKS": "3", "SLURM_PROCID": "2"}
+    proc = policy("thread-level", "THREAD_MULTIPLE", env=env)
+    assert proc.returncode == 1, explain(proc)
+    assert "process 2 of 3 was started by Slurm's srun" in proc.stderr, explain(proc)
+    assert "sees a world of 1" in proc.stderr, explain(proc)
