@@ -64,7 +64,10 @@ def run(cmd, env=None, timeout=LAUNCH_TIMEOUT, cwd=None):
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
+        try:  # a rank outside the group may still hold the pipes open
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            out, err = "(unavailable: pipes still held open)", ""
         pytest.fail(f"timed out after {timeout}s: {' '.join(cmd)}\nstdout:\n{out[-6000:]}\nstderr:\n{err[-6000:]}")
     finally:
         try:  # leftovers of a launch that ended anyway (a rank that outlived mpiexec)
