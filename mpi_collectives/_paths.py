@@ -7,6 +7,12 @@ def libpath() -> str:
     """Absolute path of the wrapper library to put in MPITRAMPOLINE_LIB."""
     spec = importlib.util.find_spec("mpi_collectives._mpiabi")
     if spec is None or not spec.origin:
+        here = os.path.dirname(os.path.abspath(__file__))
+        if os.path.exists(os.path.join(os.path.dirname(here), "native", "build_native.py")):
+            raise RuntimeError(
+                f"mpi-collectives: imported from the source checkout {os.path.dirname(here)}, where "
+                "the native layer is not built; run from another directory (the installed package "
+                "is shadowed here) or build in place with `pip install -e .`")
         raise RuntimeError(
             "mpi-collectives: the native layer mpi_collectives._mpiabi is not built; "
             "reinstall the package with `pip install .` (it needs a C compiler, not MPI)"

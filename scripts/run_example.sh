@@ -5,7 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ranks=${1:-4}
 venv=$(bash "$root/scripts/setup_env.sh" mpich)
-export MPITRAMPOLINE_LIB=$("$venv/bin/python" -m mpi_collectives libpath)
+export MPITRAMPOLINE_LIB=$(cd "$venv" && "$venv/bin/python" -m mpi_collectives libpath)
 export JAX_PLATFORMS=cpu
 export JAX_CPU_COLLECTIVES_IMPLEMENTATION=mpi
 export MPI_COLLECTIVES_COORDINATOR_PORT=$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

