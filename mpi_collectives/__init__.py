@@ -1,11 +1,42 @@
 """mpi-collectives: JAX's own CPU collectives over whatever MPI the cluster has.
 
+    import mpi_collectives
+    mpi_collectives.initialize()      # on every rank, launched by mpiexec/mpirun/srun
+    import jax                        # psum, all_gather, ... now run over MPI
+
 The native layer (mpi_collectives._mpiabi) is the MPIABI wrapper that jaxlib's
-bundled MPItrampoline loads through MPITRAMPOLINE_LIB; `libpath()` gives its path.
+bundled MPItrampoline loads through MPITRAMPOLINE_LIB; importing this package
+sets that variable (jaxlib reads it when `import jax` first loads it).
 """
+import os
+import sys
+
 from ._paths import libpath, publish_search_prefixes
 
-publish_search_prefixes()
-
 __version__ = "0.1.0"
-__all__ = ["libpath", "__version__"]
+
+
+def _prepare_environment() -> None:
+    publish_search_prefixes()
+    if "jax" in sys.modules or "jaxlib._jax" in sys.modules:
+        return  # too late to choose jaxlib's MPI wrapper; initialize() says so if it matters
+    try:
+        os.environ.setdefault("MPITRAMPOLINE_LIB", libpath())
+    except RuntimeError:
+        return  # not built (a source checkout): libpath() and initialize() explain
+    os.environ.setdefault("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "mpi")
+
+
+_prepare_environment()
+
+from . import cluster as _cluster  # noqa: E402
+
+_cluster.register()
+
+from .initialize import Info, InitializeError, initialize  # noqa: E402
+from .host import (  # noqa: E402
+    allreduce, assert_equal, barrier, broadcast_one_to_all, process_allgather, sync_global_devices)
+
+__all__ = ["initialize", "Info", "InitializeError", "libpath", "broadcast_one_to_all",
+           "process_allgather", "sync_global_devices", "assert_equal", "allreduce", "barrier",
+           "__version__"]

@@ -1,6 +1,15 @@
-"""Command line: python -m mpi_collectives {libpath,info}."""
+"""Command line: python -m mpi_collectives {libpath,info,doctor,run,env}.
+
+    python -m mpi_collectives libpath          # what to put in MPITRAMPOLINE_LIB
+    python -m mpi_collectives info [--json]    # which MPI the native layer loads, and why
+    mpiexec -n 3 python -m mpi_collectives doctor   # checks the whole set-up, MPI's own answers too
+    mpiexec -n 4 python -m mpi_collectives run train.py [args]   # a script, with JAX set up for MPI
+    python -m mpi_collectives env              # the environment-variable table
+"""
 import argparse
 import json
+import os
+import runpy
 import sys
 
 from ._paths import libpath
@@ -15,7 +24,7 @@ def native_info() -> dict:
 
     levels = {-1: "as requested", 0: "single", 1: "funneled", 2: "serialized", 3: "multiple"}
     missing = s(lib.mpic_missing_functions())
-    return {
+    info = {
         "wrapper": libpath(),
         "family": s(lib.mpic_family_name()),
         "library": s(lib.mpic_library_path()),
@@ -24,20 +33,21 @@ def native_info() -> dict:
         "missing_functions": missing.split() if missing else [],
         "thread_level_policy": levels.get(lib.mpic_thread_policy_value(), "?"),
     }
+    if info["family"] != "none":
+        buf, n = ffi.new("char[]", 8192), ffi.new("int *")
+        if lib.MPIABI_Get_library_version(buf, n) == 0:
+            info["version"] = ffi.string(buf).decode(errors="replace").strip().splitlines()[0]
+    return info
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mpi_collectives")
-    sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("libpath", help="print the path to put in MPITRAMPOLINE_LIB")
-    p_info = sub.add_parser("info", help="show which MPI library the native layer loads and why")
-    p_info.add_argument("--json", action="store_true", help="machine-readable output")
-    args = ap.parse_args(argv)
-
-    if args.command == "libpath":
-        print(libpath())
-        return 0
+def cmd_info(args) -> int:
     info = native_info()
+    if info["family"] != "none" and args.init:
+        from . import mpi
+        info["thread_level"] = mpi.thread_level_name(mpi.init())
+        info["rank"], info["size"] = mpi.rank_size()
+        if info["rank"] != 0:
+            return 0
     if args.json:
         print(json.dumps(info, indent=2))
     else:
@@ -50,6 +60,60 @@ def main(argv=None) -> int:
               "to your MPI's libmpi.so, or `pip install mpich`", file=sys.stderr)
         return 1
     return 0
+
+
+def cmd_run(args) -> int:
+    """Run a script or module as __main__, in this process, with JAX set to use MPI.
+
+    `import mpi_collectives` (done by now) has set MPITRAMPOLINE_LIB, which
+    jaxlib reads when the script first imports jax.
+    """
+    if "jax" in sys.modules:
+        raise SystemExit("mpi-collectives: run: jax is already imported in this process")
+    if args.initialize:
+        from .initialize import initialize
+        initialize()
+    sys.argv = [args.target] + args.args
+    if args.module:
+        runpy.run_module(args.target, run_name="__main__", alter_sys=True)
+    else:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(args.target)))
+        runpy.run_path(args.target, run_name="__main__")
+    return 0
+
+
+def cmd_env(args) -> int:
+    from .settings import markdown_table
+    print(markdown_table())
+    return 0
+
+
+def cmd_doctor(args) -> int:
+    from .doctor import doctor
+    return doctor()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mpi_collectives", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("libpath", help="print the path to put in MPITRAMPOLINE_LIB")
+    p_info = sub.add_parser("info", help="show which MPI library the native layer loads and why")
+    p_info.add_argument("--json", action="store_true", help="machine-readable output")
+    p_info.add_argument("--init", action="store_true", help="also initialize MPI: thread level, rank and size")
+    sub.add_parser("doctor", help="check the set-up, including MPI's answers for every reduction XLA uses")
+    p_run = sub.add_parser("run", help="run a script (or -m module) with JAX's collectives over MPI")
+    p_run.add_argument("-m", dest="module", action="store_true", help="the target is a module")
+    p_run.add_argument("--initialize", action="store_true",
+                       help="call mpi_collectives.initialize() before the script starts")
+    p_run.add_argument("target")
+    p_run.add_argument("args", nargs=argparse.REMAINDER)
+    sub.add_parser("env", help="print the table of environment variables")
+    args = ap.parse_args(argv)
+
+    if args.command == "libpath":
+        print(libpath())
+        return 0
+    return {"info": cmd_info, "run": cmd_run, "env": cmd_env, "doctor": cmd_doctor}[args.command](args)
 
 
 if __name__ == "__main__":

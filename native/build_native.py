@@ -13,9 +13,10 @@ import cffi
 HERE = os.path.dirname(os.path.abspath(__file__))
 REL = os.path.relpath(HERE)
 
-ffibuilder = cffi.FFI()
-# What the Python layer reads; the MPIABI interface itself is for jaxlib.
-ffibuilder.cdef("""
+# What the Python layer calls: the wrapper's own state, and the MPIABI
+# functions and constants that initialize() and the host-level helpers use.
+# (The whole MPIABI interface is exported for jaxlib; Python needs these.)
+PYTHON_API = """
     const char *mpic_family_name(void);
     const char *mpic_family_detail(void);
     const char *mpic_library_path(void);
@@ -23,10 +24,53 @@ ffibuilder.cdef("""
     const char *mpic_missing_functions(void);
     int mpic_we_initialized(void);
     int mpic_thread_policy_value(void);
-""")
+    int mpic_trampoline_attached(void);
+
+    extern uintptr_t MPIABI_COMM_WORLD;
+    extern uintptr_t MPIABI_BYTE, MPIABI_CHAR, MPIABI_C_BOOL;
+    extern uintptr_t MPIABI_INT8_T, MPIABI_INT16_T, MPIABI_INT32_T, MPIABI_INT64_T;
+    extern uintptr_t MPIABI_UINT8_T, MPIABI_UINT16_T, MPIABI_UINT32_T, MPIABI_UINT64_T;
+    extern uintptr_t MPIABI_FLOAT, MPIABI_DOUBLE, MPIABI_C_COMPLEX, MPIABI_C_DOUBLE_COMPLEX;
+    extern uintptr_t MPIABI_SUM, MPIABI_PROD, MPIABI_MAX, MPIABI_MIN;
+    extern uintptr_t MPIABI_LAND, MPIABI_LOR, MPIABI_BAND, MPIABI_BOR, MPIABI_BXOR;
+    extern int MPIABI_THREAD_SINGLE, MPIABI_THREAD_FUNNELED, MPIABI_THREAD_SERIALIZED,
+               MPIABI_THREAD_MULTIPLE;
+    extern void *MPIABI_IN_PLACE;
+    typedef struct { int MPI_SOURCE; int MPI_TAG; int MPI_ERROR; ...; } MPIABI_Status;
+    extern MPIABI_Status *MPIABI_STATUS_IGNORE;
+
+    int MPIABI_Init_thread(int *argc, char ***argv, int required, int *provided);
+    int MPIABI_Initialized(int *flag);
+    int MPIABI_Finalized(int *flag);
+    int MPIABI_Query_thread(int *provided);
+    int MPIABI_Comm_rank(uintptr_t comm, int *rank);
+    int MPIABI_Comm_size(uintptr_t comm, int *size);
+    int MPIABI_Barrier(uintptr_t comm);
+    int MPIABI_Bcast(void *buf, int count, uintptr_t datatype, int root, uintptr_t comm);
+    int MPIABI_Allgather(const void *sendbuf, int sendcount, uintptr_t sendtype, void *recvbuf,
+                         int recvcount, uintptr_t recvtype, uintptr_t comm);
+    int MPIABI_Allreduce(const void *sendbuf, void *recvbuf, int count, uintptr_t datatype,
+                         uintptr_t op, uintptr_t comm);
+    int MPIABI_Get_processor_name(char *name, int *resultlen);
+    int MPIABI_Get_library_version(char *version, int *resultlen);
+    int MPIABI_Error_string(int errorcode, char *string, int *resultlen);
+    int MPIABI_Abort(uintptr_t comm, int errorcode);
+    int MPIABI_Isend(const void *buf, int count, uintptr_t datatype, int dest, int tag, uintptr_t comm,
+                     uintptr_t *request);
+    int MPIABI_Irecv(void *buf, int count, uintptr_t datatype, int source, int tag, uintptr_t comm,
+                     uintptr_t *request);
+    int MPIABI_Test(uintptr_t *request, int *flag, MPIABI_Status *status);
+    int MPIABI_Cancel(uintptr_t *request);
+    int MPIABI_Request_free(uintptr_t *request);
+"""
+
+ffibuilder = cffi.FFI()
+ffibuilder.cdef(PYTHON_API)
 ffibuilder.set_source(
     "mpi_collectives._mpiabi",
     """
+    #define MPIABI_CONST /* the wrapper writes the constants */
+    #include "mpiabi.h"
     const char *mpic_family_name(void);
     const char *mpic_family_detail(void);
     const char *mpic_library_path(void);
@@ -34,6 +78,7 @@ ffibuilder.set_source(
     const char *mpic_missing_functions(void);
     int mpic_we_initialized(void);
     int mpic_thread_policy_value(void);
+    int mpic_trampoline_attached(void);
     """,
     sources=[os.path.join(REL, "src", "wrapper.c")],
     include_dirs=[os.path.join(REL, "src"), os.path.join(REL, "generated")],

@@ -27,9 +27,12 @@ MPIABI_EXPORT int mpiwrapper_version_patch = MPIC_VERSION_PATCH;
 MPIABI_EXPORT int mpiabi_version_major = 2;
 MPIABI_EXPORT int mpiabi_version_minor = 9;
 MPIABI_EXPORT int mpiabi_version_patch = 0;
-/* MPItrampoline calls this to let a Fortran wrapper export its constants; we
- * have no Fortran layer, so there is nothing to do. */
-MPIABI_EXPORT void mpiwrapper_export_fortran_constants_(void) {}
+/* MPItrampoline calls this right after loading us, to let a Fortran wrapper
+ * export its constants. We have no Fortran layer; we note that jaxlib's
+ * trampoline has attached, which the Python layer checks to tell a user who
+ * imported jax too early. */
+static int mpic_attached = 0;
+MPIABI_EXPORT void mpiwrapper_export_fortran_constants_(void) { mpic_attached = 1; }
 
 /* ---- state ---- */
 static const char *const mpic_family_names[] = {"none", "mpich", "openmpi", "standard"};
@@ -596,3 +599,4 @@ MPIABI_EXPORT const char *mpic_family_detail(void) { return mpic_family_reason; 
 MPIABI_EXPORT const char *mpic_missing_functions(void) { return mpic_missing; }
 MPIABI_EXPORT int mpic_we_initialized(void) { return mpic_initialized_by_us; }
 MPIABI_EXPORT int mpic_thread_policy_value(void) { return mpic_thread_policy_level; }
+MPIABI_EXPORT int mpic_trampoline_attached(void) { return mpic_attached; }

@@ -1,0 +1,80 @@
+"""A JAX cluster environment, so that a plain `jax.distributed.initialize()`
+works under mpiexec once this package is imported.
+
+JAX finds cluster environments by subclassing jax._src.clusters.ClusterEnv;
+we subclass it when JAX loads that module (not before: importing this
+package must not import jax, which would read MPITRAMPOLINE_LIB too early).
+JAX's own environments (Slurm, Open MPI, ...) are registered first and keep
+precedence where they apply; ours serves the launchers JAX does not know
+(MPICH and Intel MPI's Hydra, other PMI launchers), or any launcher with
+jax.distributed.initialize(cluster_detection_method="mpi_collectives").
+"""
+import importlib.abc
+import importlib.util
+import os
+import sys
+
+LAUNCHER_VARS = ("PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
+
+
+def _make_cluster_env(clusters):
+    class MpiCollectivesCluster(clusters.ClusterEnv):
+        name = "mpi_collectives"
+        opt_in_only_method = False
+
+        @classmethod
+        def is_env_present(cls) -> bool:
+            from . import mpi
+            return any(os.environ.get(v) for v in LAUNCHER_VARS) and mpi.family() != "none"
+
+        @classmethod
+        def get_coordinator_address(cls, timeout_secs, override_coordinator_port) -> str:
+            from . import mpi, settings
+            from .initialize import _meet
+            overrides = {"timeout": timeout_secs} if timeout_secs else {}
+            if override_coordinator_port:
+                overrides["port"] = int(override_coordinator_port)
+            mpi.init()
+            rank, size = mpi.rank_size()
+            return _meet(rank, size, settings.read(**overrides))
+
+        @classmethod
+        def get_process_count(cls) -> int:
+            from . import mpi
+            mpi.init()
+            return mpi.rank_size()[1]
+
+        @classmethod
+        def get_process_id(cls) -> int:
+            from . import mpi
+            mpi.init()
+            return mpi.rank_size()[0]
+
+    return MpiCollectivesCluster
+
+
+class _WhenJaxLoadsClusters(importlib.abc.MetaPathFinder):
+    """Adds our environment right after JAX has imported jax._src.clusters."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "jax._src.clusters":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _make_cluster_env(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def register() -> None:
+    if "jax._src.clusters" in sys.modules:
+        _make_cluster_env(sys.modules["jax._src.clusters"])
+    elif not any(isinstance(f, _WhenJaxLoadsClusters) for f in sys.meta_path):
+        sys.meta_path.insert(0, _WhenJaxLoadsClusters())

@@ -1,0 +1,110 @@
+"""`python -m mpi_collectives doctor`: check the whole set-up, on every rank.
+
+Besides the set-up (native layer, MPI library, jaxlib's interface, thread
+level, launcher), it checks that the MPI library gives right answers for
+every reduction and dtype XLA sends to it: an MPI can be wrong (Debian 12's
+MPICH 4.0.2 gives wrong MPI_MAX/MPI_MIN on MPI_UINT8_T with 3 ranks).
+"""
+import ctypes
+import os
+import re
+
+import numpy as np
+
+from . import mpi
+from ._paths import libpath
+
+# The dtypes XLA's MPI collectives use, and the reductions it asks for.
+XLA_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+              "float32", "float64", "complex64", "complex128"]
+NUMPY_OPS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
+
+
+def _inputs(dtype: np.dtype, op: str, rank: int, size: int) -> np.ndarray:
+    """Values that tell a right reduction from a wrong one and never overflow."""
+    i = np.arange(16)
+    if op == "sum":
+        v = (i + 3 * rank) % 7
+    elif op == "prod":
+        v = 1 + ((i + rank) % 2)  # at most 2**size
+    else:  # spread over the whole range, signed values below zero, unsigned above 127
+        info = np.iinfo(dtype) if dtype.kind in "iu" else None
+        hi = min(info.max, 250) if info else 250
+        v = (i * 37 + rank * 101) % hi
+        if dtype.kind == "i" or dtype.kind == "f":
+            v = v - hi // 2
+    out = v.astype(dtype)
+    if dtype.kind == "c":
+        out = out + 1j * out[::-1]
+    return out
+
+
+def reduction_self_check(rank: int, size: int):
+    """[(dtype, op, ok)] for every XLA dtype and reduction, checked on every rank."""
+    results = []
+    for name in XLA_DTYPES:
+        dtype = np.dtype(name)
+        for op, np_op in NUMPY_OPS.items():
+            if dtype.kind == "c" and op in ("max", "min"):
+                continue  # not defined for complex numbers
+            x = _inputs(dtype, op, rank, size)
+            got = mpi.allreduce(x, op)
+            everyone = mpi.allgather(x)
+            expected = np_op(everyone, axis=0).astype(dtype)
+            ok = np.array_equal(got, expected)
+            results.append((name, op, bool(mpi.allreduce(np.array([0 if ok else 1], np.int32), "max")[0] == 0)))
+    return results
+
+
+def _jaxlib_interface_missing():
+    try:
+        import jaxlib
+    except ImportError:
+        return None
+    data = open(os.path.join(os.path.dirname(jaxlib.__file__), "libjax_common.so"), "rb").read()
+    wanted = {m.decode() for m in re.findall(rb"(?<=\0)MPIX?ABI_[A-Za-z0-9_]+(?=\0)", data)}
+    lib = ctypes.CDLL(libpath(), mode=os.RTLD_LAZY | os.RTLD_LOCAL | 0x8)
+    return sorted(n for n in wanted if not hasattr(lib, n))
+
+
+def doctor() -> int:
+    problems = []
+    lines = []
+
+    def say(ok, what, fix=None):
+        lines.append(f"  [{'ok' if ok else 'PROBLEM'}] {what}")
+        if not ok:
+            problems.append(f"{what}. Fix: {fix}")
+
+    say(True, f"native layer: {libpath()}")
+    family = mpi.family()
+    if family == "none":
+        print("mpi-collectives doctor:\n  [PROBLEM] no MPI library could be loaded: " + mpi.load_report())
+        print("Fix: set MPI_COLLECTIVES_LIBMPI to your MPI's libmpi.so, or `pip install mpich`.")
+        return 1
+    say(True, f"MPI library: {mpi.library()} ({family} ABI)")
+    missing = _jaxlib_interface_missing()
+    if missing is None:
+        say(False, "jaxlib is not installed", "pip install jax jaxlib")
+    else:
+        say(not missing, f"jaxlib's MPIABI interface: {'complete' if not missing else 'missing ' + ', '.join(missing[:5])}",
+            "this jaxlib asks for functions this build lacks; install the mpi-collectives made for it")
+    level = mpi.thread_level_name(mpi.init())  # a launcher of another MPI ends the job here, with a message
+    rank, size = mpi.rank_size()
+    say(level == "multiple", f"thread level: {level}",
+        "XLA calls MPI from several threads; unset MPI_COLLECTIVES_THREAD_LEVEL, or use an MPI built "
+        "with MPI_THREAD_MULTIPLE support")
+    say(True, f"ranks: {size}" + ("" if size > 1 else " (run under mpiexec -n 3 to check collectives across ranks)"))
+    wrong = [f"{d} {o}" for d, o, ok in reduction_self_check(rank, size) if not ok]
+    checked = len(XLA_DTYPES) * 4 - 4
+    say(not wrong, f"MPI_Allreduce self-check, {checked} dtype/op pairs: "
+        + ("all right" if not wrong else "WRONG for " + ", ".join(wrong)),
+        f"{mpi.library()} gives wrong answers for reductions XLA uses; use another MPI "
+        "(`pip install mpich`, or your site's current MPI module)")
+    if rank == 0:
+        print("mpi-collectives doctor:")
+        print("\n".join(lines))
+        for p in problems:
+            print("mpi-collectives: " + p)
+        print("all good" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0

@@ -1,0 +1,70 @@
+"""Configuration: one table of environment variables, each also a keyword
+argument of `initialize()` (the keyword wins). README.md shows the same table.
+
+The first four are read by the native layer when it is loaded (by `import
+jax` or by us), so they must be in the environment before that.
+"""
+import dataclasses
+import os
+
+# name -> (environment variable, default, read by the native layer, meaning)
+TABLE = {
+    "libmpi": ("MPI_COLLECTIVES_LIBMPI", None, True, "MPI library to load (path or soname)"),
+    "abi": ("MPI_COLLECTIVES_ABI", None, True, "ABI family: mpich, openmpi or standard"),
+    "thread_level": ("MPI_COLLECTIVES_THREAD_LEVEL", "multiple", True,
+                     "thread level asked of MPI: single, funneled, serialized, multiple, requested"),
+    "verbose": ("MPI_COLLECTIVES_VERBOSE", 0, True, "1: log what is loaded and decided, per rank"),
+    "coordinator": ("MPI_COLLECTIVES_COORDINATOR", None, False,
+                    "host:port of jax.distributed's coordinator (default: rank 0, a port it binds)"),
+    "port": ("MPI_COLLECTIVES_PORT", 0, False, "coordinator port (0: one rank 0 finds free)"),
+    "interface": ("MPI_COLLECTIVES_INTERFACE", None, False,
+                  "network interface whose address the coordinator uses (e.g. ib0)"),
+    "timeout": ("MPI_COLLECTIVES_INIT_TIMEOUT", 300, False,
+                "seconds initialize() waits for every rank and the coordinator"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    libmpi: str = None
+    abi: str = None
+    thread_level: str = "multiple"
+    verbose: int = 0
+    coordinator: str = None
+    port: int = 0
+    interface: str = None
+    timeout: int = 300
+
+
+def read(**overrides) -> Settings:
+    """Settings from the environment, with keyword arguments taking precedence."""
+    unknown = set(overrides) - set(TABLE)
+    if unknown:
+        raise TypeError(f"mpi-collectives: unknown setting(s) {sorted(unknown)}; known: {sorted(TABLE)}")
+    values = {}
+    for name, (var, default, _, _) in TABLE.items():
+        value = overrides.get(name)
+        if value is None:
+            value = os.environ.get(var) or default
+        if isinstance(default, int) and value is not None and not isinstance(value, int):
+            try:
+                value = int(value)
+            except ValueError:
+                raise ValueError(f"mpi-collectives: {var}={value!r} is not a whole number") from None
+        values[name] = value
+    return Settings(**values)
+
+
+def export_native(settings: Settings) -> None:
+    """Put the settings the native layer reads into the environment."""
+    for name, (var, _, native, _) in TABLE.items():
+        value = getattr(settings, name)
+        if native and value not in (None, ""):
+            os.environ[var] = str(value)
+
+
+def markdown_table() -> str:
+    rows = ["| variable | keyword | default | meaning |", "|---|---|---|---|"]
+    for name, (var, default, _, meaning) in TABLE.items():
+        rows.append(f"| `{var}` | `{name}` | {'' if default is None else f'`{default}`'} | {meaning} |")
+    return "\n".join(rows)
