@@ -21,10 +21,12 @@ def _prepare_environment() -> None:
     if "jax" in sys.modules or "jaxlib._jax" in sys.modules:
         return  # too late to choose jaxlib's MPI wrapper; initialize() says so if it matters
     try:
-        os.environ.setdefault("MPITRAMPOLINE_LIB", libpath())
+        if not os.environ.get("MPITRAMPOLINE_LIB"):
+            os.environ["MPITRAMPOLINE_LIB"] = libpath()
     except RuntimeError:
         return  # not built (a source checkout): libpath() and initialize() explain
-    os.environ.setdefault("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "mpi")
+    if not os.environ.get("JAX_CPU_COLLECTIVES_IMPLEMENTATION"):
+        os.environ["JAX_CPU_COLLECTIVES_IMPLEMENTATION"] = "mpi"
 
 
 _prepare_environment()
@@ -33,7 +35,7 @@ from . import cluster as _cluster  # noqa: E402
 
 _cluster.register()
 
-from .initialize import Info, InitializeError, initialize  # noqa: E402
+from .distributed import Info, InitializeError, initialize  # noqa: E402
 from .host import (  # noqa: E402
     allreduce, assert_equal, barrier, broadcast_one_to_all, process_allgather, sync_global_devices)
 

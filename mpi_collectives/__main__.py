@@ -71,7 +71,7 @@ def cmd_run(args) -> int:
     if "jax" in sys.modules:
         raise SystemExit("mpi-collectives: run: jax is already imported in this process")
     if args.initialize:
-        from .initialize import initialize
+        from .distributed import initialize
         initialize()
     sys.argv = [args.target] + args.args
     if args.module:

@@ -30,7 +30,7 @@ def _make_cluster_env(clusters):
         @classmethod
         def get_coordinator_address(cls, timeout_secs, override_coordinator_port) -> str:
             from . import mpi, settings
-            from .initialize import _meet
+            from .distributed import _meet
             overrides = {"timeout": timeout_secs} if timeout_secs else {}
             if override_coordinator_port:
                 overrides["port"] = int(override_coordinator_port)

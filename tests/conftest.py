@@ -59,7 +59,11 @@ def run(cmd, env=None, timeout=LAUNCH_TIMEOUT, cwd=None):
     MPICH's Hydra), which would eat the CPU of every later test.
     """
     full = dict(os.environ)
-    full.update(env or {})
+    for key, value in (env or {}).items():  # None removes a variable
+        if value is None:
+            full.pop(key, None)
+        else:
+            full[key] = value
     proc = subprocess.Popen(cmd, env=full, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:

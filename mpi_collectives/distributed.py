@@ -134,6 +134,7 @@ def _wait(requests, timeout: float, what) -> list:
 def _fail_everywhere(message: str) -> None:
     """Say it on this rank, then end the whole job (other ranks may be waiting)."""
     print(message, file=sys.stderr, flush=True)
+    time.sleep(1)  # let the launcher forward the line before MPI_Abort tears the job down
     mpi.abort(1)
     os._exit(1)
 
@@ -216,6 +217,27 @@ def _choose_coordinator(records, settings) -> str:
     return f"{address}:{port}"
 
 
+def _init_mpi_or_exit(settings) -> int:
+    """MPI_Init waits for every process of the job (the launcher's PMI fence),
+    so a process that never gets here makes it hang: a watchdog says so."""
+    import threading
+
+    def give_up():
+        print(f"mpi-collectives: error: MPI_Init did not complete within {settings.timeout} s: some "
+              "process of this job never initialized MPI (it never called initialize(), or died "
+              "before). Fix: call mpi_collectives.initialize() on every rank, or raise "
+              "MPI_COLLECTIVES_INIT_TIMEOUT if startup is just slow.", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    watchdog = threading.Timer(float(settings.timeout), give_up)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        return mpi.init()
+    finally:
+        watchdog.cancel()
+
+
 def initialize(**kwargs) -> Info:
     """Make JAX's CPU collectives run over MPI in this process; call it on every rank.
 
@@ -240,7 +262,7 @@ def initialize(**kwargs) -> Info:
         raise InitializeError(
             "mpi-collectives: no MPI library could be loaded (" + mpi.load_report().strip()
             + "). Fix: set MPI_COLLECTIVES_LIBMPI to the full path of your MPI's libmpi.so, or `pip install mpich`.")
-    level = mpi.thread_level_name(mpi.init())
+    level = mpi.thread_level_name(_init_mpi_or_exit(settings))
     rank, size = mpi.rank_size()
     log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")
     coordinator = _meet(rank, size, settings)

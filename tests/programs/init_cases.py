@@ -1,0 +1,54 @@
+"""initialize() under a launcher, one CASE per run: python init_cases.py CASE.
+
+Prints "PASS <case> rank R" on success; error cases are judged by the test
+from the exit status and stderr.
+"""
+import os
+import sys
+
+case = sys.argv[1]
+rank_env = int(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or 0)
+
+if case == "jax-too-early":
+    import jax  # noqa: F401  (before mpi_collectives, with MPITRAMPOLINE_LIB unset)
+
+import mpi_collectives  # noqa: E402
+
+if case == "backend-exists":
+    import jax
+    jax.numpy.zeros(1).block_until_ready()  # JAX's backend is made here, without MPI
+
+if case == "versions-differ" and rank_env == 1:
+    from mpi_collectives import distributed
+    distributed._version = lambda package: "0.0.0-other"
+
+if case == "missing-rank-mpi4py":
+    from mpi4py import MPI  # noqa: F401  (MPI is up on every rank; only initialize() is missing)
+
+if case.startswith("missing-rank") and rank_env == int(os.environ.get("MISSING_RANK", "1")):
+    import time
+    time.sleep(60)  # never calls initialize(); the others must give up and say who is missing
+    sys.exit(0)
+
+info = mpi_collectives.initialize()
+assert mpi_collectives.initialize() is info, "a second call must return the same Info"
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+
+assert (jax.process_index(), jax.process_count()) == (info.rank, info.size)
+assert jax.config.jax_cpu_collectives_implementation == "mpi"
+mesh = Mesh(np.array(jax.devices()), ("x",))
+f = jax.jit(jax.shard_map(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+x = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")),
+                                           np.full((1, 1000), info.rank + 1, np.int32))
+got = np.asarray(f(x).addressable_data(0))
+assert (got == info.size * (info.size + 1) // 2).all(), got
+
+if case == "mpi4py-after":
+    from mpi4py import MPI
+    assert MPI.COMM_WORLD.allreduce(info.rank) == info.size * (info.size - 1) // 2
+
+print(f"PASS {case} rank {info.rank} of {info.size} coordinator {info.coordinator} "
+      f"family {info.family} thread {info.thread_level}", flush=True)

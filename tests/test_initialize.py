@@ -1,0 +1,152 @@
+"""mpi_collectives.initialize(): jax.distributed from MPI, and its errors."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import HERE, explain, mpirun, needs_mpi4py, run
+
+PROGRAM = os.path.join(HERE, "programs", "init_cases.py")
+PY = sys.executable
+
+
+def launch(case, n=2, env=None, timeout=300):
+    base = {"MPI_COLLECTIVES_INIT_TIMEOUT": "60"}
+    base.update(env or {})
+    return mpirun(n, [PY, PROGRAM, case], env=base, timeout=timeout)
+
+
+def no_jax_env():
+    """As a user's shell would be: nothing set by us or by the test runner."""
+    return {"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("n", [2, 4])
+def test_initialize_then_psum(n):
+    proc = launch("plain", n, env=no_jax_env())
+    assert proc.returncode == 0, explain(proc)
+    passes = re.findall(r"PASS plain rank (\d+) of (\d+) coordinator (\S+)", proc.stdout)
+    assert sorted(int(r) for r, _, _ in passes) == list(range(n)), explain(proc)
+    assert {s for _, s, _ in passes} == {str(n)}
+    coordinators = {c for _, _, c in passes}
+    assert len(coordinators) == 1 and next(iter(coordinators)).startswith("127.0.0.1:"), coordinators
+
+
+@pytest.mark.jax
+def test_two_jobs_on_one_node_do_not_collide():
+    """Each job's rank 0 binds its own port: both start at once and both pass."""
+    cmd = [os.path.join(os.path.dirname(PY), "mpiexec"), "-n", "2", PY, PROGRAM, "plain"]
+    env = dict(os.environ, MPI_COLLECTIVES_INIT_TIMEOUT="120")
+    jobs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True) for _ in range(2)]
+    outs = []
+    for job in jobs:
+        try:
+            outs.append(job.communicate(timeout=300) + (job.returncode,))
+        except subprocess.TimeoutExpired:
+            for j in jobs:
+                os.killpg(j.pid, 9)
+            pytest.fail("two concurrent jobs timed out")
+    for out, err, rc in outs:
+        assert rc == 0 and out.count("PASS plain") == 2, f"exit {rc}\n{out}\n{err}"
+    ports = [set(re.findall(r"coordinator (\S+)", out)) for out, _, _ in outs]
+    assert ports[0] != ports[1], ports
+
+
+@pytest.mark.jax
+def test_jax_imported_too_early_is_one_clear_error_on_every_rank():
+    proc = launch("jax-too-early", env=no_jax_env())
+    assert proc.returncode != 0, explain(proc)
+    assert proc.stderr.count("jax was imported before MPITRAMPOLINE_LIB was set") == 2, explain(proc)
+    assert "python -m mpi_collectives run" in proc.stderr
+
+
+@pytest.mark.jax
+def test_run_command_makes_the_early_import_work():
+    cmd = [PY, "-m", "mpi_collectives", "run", PROGRAM, "jax-too-early"]
+    proc = mpirun(2, cmd, env=no_jax_env())
+    assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
+
+
+@pytest.mark.jax
+def test_initialize_after_backend_exists_is_an_error():
+    proc = launch("backend-exists")
+    assert proc.returncode != 0, explain(proc)
+    assert proc.stderr.count("initialize() was called after JAX created its backend") == 2, explain(proc)
+
+
+@pytest.mark.jax
+def test_no_mpi_library_is_an_error():
+    proc = launch("plain", env={"MPI_COLLECTIVES_LIBMPI": "/nonexistent/libmpi.so.12"})
+    assert proc.returncode != 0, explain(proc)
+    assert "/nonexistent/libmpi.so.12" in proc.stderr and "MPI_COLLECTIVES_LIBMPI" in proc.stderr, explain(proc)
+
+
+@pytest.mark.jax
+def test_ranks_with_different_versions_are_named():
+    proc = launch("versions-differ")
+    assert proc.returncode != 0, explain(proc)
+    assert proc.stderr.count("ranks run different versions") == 2, explain(proc)
+    assert "rank 1 has mpi-collectives=0.0.0-other" in proc.stderr, explain(proc)
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("missing", [1, 0])
+def test_a_rank_that_never_initializes_mpi_stops_the_job(missing):
+    """MPI_Init waits for every process, so the others cannot tell which one is missing."""
+    proc = launch("missing-rank", n=3, env={"MISSING_RANK": str(missing), "MPI_COLLECTIVES_INIT_TIMEOUT": "5"},
+                  timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    # The first rank to give up ends the job (the launcher kills the rest), so one line or more.
+    assert proc.stderr.count("MPI_Init did not complete within 5 s") >= 1, explain(proc)
+    assert "PASS" not in proc.stdout
+
+
+@pytest.mark.jax
+@needs_mpi4py
+@pytest.mark.parametrize("missing", [1, 0])
+def test_a_rank_that_never_calls_initialize_is_named(missing):
+    """With MPI already up (mpi4py), initialize() itself names the missing rank."""
+    proc = launch("missing-rank-mpi4py", n=3,
+                  env={"MISSING_RANK": str(missing), "MPI_COLLECTIVES_INIT_TIMEOUT": "5"}, timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    if missing == 1:
+        assert "rank(s) 1 of 3 had not called it" in proc.stderr, explain(proc)
+    else:
+        assert proc.stderr.count("rank 0 never called it") >= 1, explain(proc)
+    assert "PASS" not in proc.stdout
+
+
+@pytest.mark.jax
+def test_bad_network_interface_is_named():
+    proc = launch("plain", env={"MPI_COLLECTIVES_INTERFACE": "nosuchif0"})
+    assert proc.returncode != 0, explain(proc)
+    assert "MPI_COLLECTIVES_INTERFACE=nosuchif0" in proc.stderr, explain(proc)
+
+
+@pytest.mark.jax
+@needs_mpi4py
+def test_mpi4py_after_initialize():
+    proc = launch("mpi4py-after")
+    assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
+    assert "Attempting to use an MPI routine" not in proc.stderr
+
+
+@pytest.mark.jax
+def test_plain_jax_distributed_initialize_under_mpiexec(tmp_path):
+    """Our cluster environment: no arguments to jax.distributed.initialize()."""
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import mpi_collectives, jax, numpy as np\n"
+        "jax.distributed.initialize()\n"
+        "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n"
+        "mesh = Mesh(np.array(jax.devices()), ('x',))\n"
+        "f = jax.jit(jax.shard_map(lambda x: jax.lax.psum(x, 'x'), mesh=mesh, in_specs=P('x'), out_specs=P()))\n"
+        "x = jax.make_array_from_process_local_data(NamedSharding(mesh, P('x')), np.ones((1, 3), np.int32))\n"
+        "assert (np.asarray(f(x).addressable_data(0)) == jax.process_count()).all()\n"
+        "print('PASS', jax.process_index(), jax.process_count(), flush=True)\n")
+    proc = mpirun(2, [PY, str(script)], env=no_jax_env())
+    assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
