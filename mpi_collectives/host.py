@@ -17,16 +17,22 @@ from . import mpi
 _SIG = 16  # bytes of the tree signature sent in front of packed data
 
 
+_WORLD = None  # (rank, size), once MPI is up: MPI_COMM_WORLD never changes
+
+
 def _ready():
-    ffi, lib = mpi.native()
-    flag = ffi.new("int *")
-    lib.MPIABI_Initialized(flag)
-    if not flag[0]:
-        if mpi.family() == "none":
-            raise RuntimeError("mpi-collectives: no MPI library could be loaded (" + mpi.load_report().strip()
-                               + "). Fix: set MPI_COLLECTIVES_LIBMPI, or `pip install mpich`.")
-        mpi.init()
-    return mpi.rank_size()
+    global _WORLD
+    if _WORLD is None:
+        ffi, lib = mpi.native()
+        flag = ffi.new("int *")
+        lib.MPIABI_Initialized(flag)
+        if not flag[0]:
+            if mpi.family() == "none":
+                raise RuntimeError("mpi-collectives: no MPI library could be loaded (" + mpi.load_report().strip()
+                                   + "). Fix: set MPI_COLLECTIVES_LIBMPI, or `pip install mpich`.")
+            mpi.init()
+        _WORLD = mpi.rank_size()
+    return _WORLD
 
 
 def _tree_flatten(tree):
@@ -40,17 +46,34 @@ def _tree_flatten(tree):
 
 
 def _host_array(x) -> np.ndarray:
+    if isinstance(x, np.ndarray):
+        return x
     if hasattr(x, "is_fully_addressable") and not x.is_fully_addressable:
         return np.asarray(x.addressable_data(0))
     return np.asarray(x)
 
 
+_SIGNATURES = {}  # (dtype, shape) of every leaf -> its signature bytes
+
+
+def _signature(arrays) -> np.ndarray:
+    key = tuple((a.dtype, a.shape) for a in arrays)
+    sig = _SIGNATURES.get(key)
+    if sig is None:
+        digest = hashlib.blake2b(repr(key).encode(), digest_size=_SIG).digest()
+        sig = _SIGNATURES[key] = np.frombuffer(digest, np.uint8)
+    return sig
+
+
 def _pack(leaves):
-    arrays = [np.ascontiguousarray(_host_array(x)) for x in leaves]
-    shape_text = ";".join(f"{a.dtype.str}{a.shape}" for a in arrays).encode()
-    signature = np.frombuffer(hashlib.blake2b(shape_text, digest_size=_SIG).digest(), np.uint8)
-    body = [signature] + [a.reshape(-1).view(np.uint8) for a in arrays]
-    return arrays, np.concatenate(body) if body else signature
+    arrays = [np.asarray(_host_array(x), order="C") for x in leaves]  # (keeps 0-d shapes)
+    out = np.empty(_SIG + sum(a.nbytes for a in arrays), np.uint8)
+    out[:_SIG] = _signature(arrays)
+    offset = _SIG
+    for a in arrays:
+        out[offset: offset + a.nbytes] = a.reshape(-1).view(np.uint8)
+        offset += a.nbytes
+    return arrays, out
 
 
 def _unpack(buffer, like):
@@ -60,6 +83,14 @@ def _unpack(buffer, like):
         out.append(buffer[offset: offset + n].view(a.dtype).reshape(a.shape).copy())
         offset += n
     return out
+
+
+def _same_signature(what, packed):
+    """Every process packed the same structure, shapes and dtypes (checked on all)."""
+    signatures = mpi.allgather(packed[:_SIG].copy())
+    odd = [r for r in range(len(signatures)) if signatures[r].tobytes() != signatures[0].tobytes()]
+    if odd:
+        _mismatch(what, odd)
 
 
 def _mismatch(what, ranks):
@@ -79,10 +110,10 @@ def broadcast_one_to_all(in_tree, is_source=None):
         if not flags.any():
             raise ValueError("mpi-collectives: broadcast_one_to_all: no process passed is_source=True")
         root = int(np.argmax(flags))
-    mine = packed[:_SIG].copy()
-    packed = mpi.bcast(packed, root)
-    if not np.array_equal(packed[:_SIG], mine):
+    # The signature first: with other shapes the data would not fit the buffers.
+    if mpi.bcast(packed[:_SIG].copy(), root).tobytes() != packed[:_SIG].tobytes():
         _mismatch("broadcast_one_to_all", rank)
+    packed = mpi.bcast(packed, root)
     return rebuild(_unpack(packed, arrays))
 
 
@@ -92,10 +123,8 @@ def process_allgather(in_tree, tiled=False):
     _ready()
     leaves, rebuild = _tree_flatten(in_tree)
     arrays, packed = _pack(leaves)
+    _same_signature("process_allgather", packed)
     gathered = mpi.allgather(packed)
-    odd = [r for r in range(len(gathered)) if not np.array_equal(gathered[r, :_SIG], gathered[0, :_SIG])]
-    if odd:
-        _mismatch("process_allgather", odd)
     per_rank = [_unpack(row, arrays) for row in gathered]
     out = []
     for i, a in enumerate(arrays):
@@ -112,6 +141,7 @@ def assert_equal(in_tree, fail_message=""):
     _ready()
     leaves, _ = _tree_flatten(in_tree)
     _, packed = _pack(leaves)
+    _same_signature("assert_equal", packed)
     gathered = mpi.allgather(packed)
     odd = [r for r in range(len(gathered)) if not np.array_equal(gathered[r], gathered[0])]
     if odd:
@@ -133,7 +163,7 @@ def allreduce(in_tree, op: str = "sum"):
     """Element-wise reduction over processes (sum, prod, max, min, land, lor, band, bor, bxor)."""
     _ready()
     leaves, rebuild = _tree_flatten(in_tree)
-    return rebuild([mpi.allreduce(np.ascontiguousarray(_host_array(x)), op) for x in leaves])
+    return rebuild([mpi.allreduce(_host_array(x), op) for x in leaves])
 
 
 def barrier() -> None:

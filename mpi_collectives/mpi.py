@@ -19,9 +19,16 @@ class MPIError(RuntimeError):
     pass
 
 
+_NATIVE = None
+
+
 def native():
-    from . import _mpiabi
-    return _mpiabi.ffi, _mpiabi.lib
+    """(ffi, lib) of the native layer; loading it loads MPI."""
+    global _NATIVE
+    if _NATIVE is None:
+        from . import _mpiabi
+        _NATIVE = _mpiabi.ffi, _mpiabi.lib
+    return _NATIVE
 
 
 def _str(p) -> str:
@@ -92,10 +99,10 @@ def bcast(array: np.ndarray, root: int) -> np.ndarray:
     return array
 
 
-def allgather(array: np.ndarray) -> np.ndarray:
+def allgather(array: np.ndarray, size: int = None) -> np.ndarray:
     """Every rank's array (same shape everywhere), stacked along a new axis 0."""
     lib = native()[1]
-    _, size = rank_size()
+    size = size or rank_size()[1]
     array = np.ascontiguousarray(array)
     out = np.empty((size,) + array.shape, array.dtype)
     _check(lib.MPIABI_Allgather(_buffer(array), array.nbytes, lib.MPIABI_BYTE, _buffer(out), array.nbytes,
@@ -105,7 +112,7 @@ def allgather(array: np.ndarray) -> np.ndarray:
 
 def allreduce(array: np.ndarray, op: str = "sum") -> np.ndarray:
     lib = native()[1]
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array, order="C")  # (keeps 0-d shapes, unlike ascontiguousarray)
     kind = _DTYPES.get(array.dtype.name)
     if kind is None:
         raise TypeError(f"mpi-collectives: allreduce does not support dtype {array.dtype}; "

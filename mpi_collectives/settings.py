@@ -13,7 +13,16 @@ TABLE = {
     "abi": ("MPI_COLLECTIVES_ABI", None, True, "ABI family: mpich, openmpi or standard"),
     "thread_level": ("MPI_COLLECTIVES_THREAD_LEVEL", "multiple", True,
                      "thread level asked of MPI: single, funneled, serialized, multiple, requested"),
+    "any_thread": ("MPI_COLLECTIVES_ANY_THREAD", 1, True,
+                   "1: answer yes to MPI_Is_thread_main under MPI_THREAD_MULTIPLE, so XLA may create "
+                   "communicators from its pool threads; 0: forward it (XLA then refuses most programs)"),
+    "check_splits": ("MPI_COLLECTIVES_CHECK_SPLITS", 1, True,
+                     "1: stop the job when an MPI_Comm_split breaks XLA's convention (concurrent splits, "
+                     "new rank != key); 0 for callers of the wrapper other than XLA"),
     "verbose": ("MPI_COLLECTIVES_VERBOSE", 0, True, "1: log what is loaded and decided, per rank"),
+    "prefixes": ("MPI_COLLECTIVES_PREFIXES", None, True,
+                 "colon-separated prefixes whose lib/ may hold the MPI library; set by "
+                 "`import mpi_collectives` to sys.prefix, the user base and the base prefix"),
     "coordinator": ("MPI_COLLECTIVES_COORDINATOR", None, False,
                     "host:port of jax.distributed's coordinator (default: rank 0, a port it binds)"),
     "port": ("MPI_COLLECTIVES_PORT", 0, False, "coordinator port (0: one rank 0 finds free)"),
@@ -29,7 +38,10 @@ class Settings:
     libmpi: str = None
     abi: str = None
     thread_level: str = "multiple"
+    any_thread: int = 1
+    check_splits: int = 1
     verbose: int = 0
+    prefixes: str = None
     coordinator: str = None
     port: int = 0
     interface: str = None

@@ -1,0 +1,72 @@
+"""Our host helpers against jax.experimental.multihost_utils, same inputs, same answers."""
+import time
+
+import numpy as np
+
+import mpi_collectives
+
+info = mpi_collectives.initialize()
+import jax  # noqa: E402
+from jax.experimental import multihost_utils as mhu  # noqa: E402
+
+rank, size = info.rank, info.size
+tree = {"w": np.arange(6, dtype=np.float32).reshape(2, 3) + rank, "step": np.int32(10 * rank),
+        "flags": np.array([rank % 2 == 0, True])}
+
+
+def same(a, b):
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    return len(la) == len(lb) and all(np.array_equal(np.asarray(x), np.asarray(y)) and
+                                     np.asarray(x).dtype == np.asarray(y).dtype for x, y in zip(la, lb))
+
+
+checks = {
+    "broadcast_one_to_all": (mpi_collectives.broadcast_one_to_all(tree), mhu.broadcast_one_to_all(tree)),
+    "broadcast_from_last": (mpi_collectives.broadcast_one_to_all(tree, is_source=rank == size - 1),
+                            mhu.broadcast_one_to_all(tree, is_source=rank == size - 1)),
+    "process_allgather": (mpi_collectives.process_allgather(tree), mhu.process_allgather(tree)),
+    "process_allgather_tiled": (mpi_collectives.process_allgather(tree, tiled=True),
+                                mhu.process_allgather(tree, tiled=True)),
+}
+for name, (ours, theirs) in checks.items():
+    assert same(ours, theirs), f"{name}: ours {ours} theirs {theirs}"
+    print(f"ok {name}", flush=True)
+
+expected_sum = sum(np.arange(6, dtype=np.float32).reshape(2, 3) + r for r in range(size))
+assert np.array_equal(mpi_collectives.allreduce(tree["w"]), expected_sum)
+assert mpi_collectives.allreduce(np.int32(rank), "max") == size - 1
+mpi_collectives.assert_equal({"same": np.arange(3)}, "equal trees")
+try:
+    mpi_collectives.assert_equal({"x": np.array([rank])}, "differing trees")
+    raise SystemExit("assert_equal did not raise")
+except AssertionError as e:
+    assert "differing trees" in str(e) and "rank(s) [1" in str(e), str(e)
+mpi_collectives.sync_global_devices("here")
+mpi_collectives.barrier()
+try:
+    mpi_collectives.process_allgather(np.zeros(rank + 1))
+    raise SystemExit("mismatched shapes were not noticed")
+except ValueError as e:
+    assert "differ" in str(e), str(e)
+print("ok allreduce assert_equal sync barrier mismatch", flush=True)
+
+# Timing: a small pytree, medians of many calls, ours against multihost_utils.
+def median_time(fn, n=30):
+    fn()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+for name, ours, theirs in [("broadcast_one_to_all", lambda: mpi_collectives.broadcast_one_to_all(tree),
+                            lambda: mhu.broadcast_one_to_all(tree)),
+                           ("process_allgather", lambda: mpi_collectives.process_allgather(tree),
+                            lambda: mhu.process_allgather(tree))]:
+    t_ours, t_theirs = median_time(ours), median_time(theirs)
+    if rank == 0:
+        print(f"time {name}: ours {t_ours * 1e6:.1f} us, multihost_utils {t_theirs * 1e6:.1f} us, "
+              f"ratio {t_theirs / t_ours:.0f}x", flush=True)
+print(f"PASS host helpers rank {rank}", flush=True)
