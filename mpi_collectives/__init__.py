@@ -35,10 +35,10 @@ from . import cluster as _cluster  # noqa: E402
 
 _cluster.register()
 
-from .distributed import Info, InitializeError, initialize  # noqa: E402
+from .distributed import Info, InitializeError, initialize, prepare  # noqa: E402
 from .host import (  # noqa: E402
     allreduce, assert_equal, barrier, broadcast_one_to_all, process_allgather, sync_global_devices)
 
-__all__ = ["initialize", "Info", "InitializeError", "libpath", "broadcast_one_to_all",
+__all__ = ["initialize", "prepare", "Info", "InitializeError", "libpath", "broadcast_one_to_all",
            "process_allgather", "sync_global_devices", "assert_equal", "allreduce", "barrier",
            "__version__"]

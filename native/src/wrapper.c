@@ -116,6 +116,41 @@ int mpic_split_check_policy(void) { return mpic_check_splits; }
 int mpic_split_enter(void) { return __atomic_fetch_add(&mpic_splits_running, 1, __ATOMIC_SEQ_CST) == 0; }
 void mpic_split_leave(void) { __atomic_fetch_sub(&mpic_splits_running, 1, __ATOMIC_SEQ_CST); }
 
+/* Does the set of (color, key) pairs of one split look like one XLA
+ * collective's groups: every group (ranks of one color) keyed 0..n-1, and
+ * all groups of one size? If not, says why in `why`. */
+static int mpic_int_cmp(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+int mpic_split_plan_is_wrong(const int *pairs, int n, int undefined, char *why, size_t whylen) {
+  int *keys = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  char *seen = calloc((size_t)(n ? n : 1), 1);
+  int group_size = -1, wrong = 0;
+  if (!keys || !seen) { free(keys); free(seen); return 0; }
+  for (int i = 0; i < n && !wrong; i++) {
+    int color = pairs[2 * i];
+    if (seen[i] || color == undefined) continue;
+    int m = 0;
+    for (int j = i; j < n; j++)
+      if (!seen[j] && pairs[2 * j] == color) {
+        seen[j] = 1;
+        keys[m++] = pairs[2 * j + 1];
+      }
+    qsort(keys, (size_t)m, sizeof(int), mpic_int_cmp);
+    for (int k = 0; k < m && !wrong; k++)
+      if (keys[k] != k) {
+        snprintf(why, whylen, "the %d ranks with color %d have keys that are not 0..%d", m, color, m - 1);
+        wrong = 1;
+      }
+    if (!wrong && group_size >= 0 && m != group_size) {
+      snprintf(why, whylen, "groups of %d and of %d ranks in one split", group_size, m);
+      wrong = 1;
+    }
+    group_size = m;
+  }
+  free(keys);
+  free(seen);
+  return wrong;
+}
+
 /* A problem that would otherwise give wrong results: one line, then the
  * caller aborts the whole job. */
 void mpic_fatal(const char *fmt, ...) {
@@ -126,6 +161,9 @@ void mpic_fatal(const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, "mpi-collectives: error: %s\n", line);
   fflush(stderr);
+  /* The caller aborts the job next: give the launcher a moment to forward
+   * this line first (Hydra loses it otherwise, about one time in fifteen). */
+  sleep(1);
 }
 
 /* ---- the launcher and the library must be of one MPI ----
