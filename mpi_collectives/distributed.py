@@ -167,8 +167,10 @@ def _meet(rank: int, size: int, settings) -> str:
     records = [_text(_hello(0))] + [_text(h[1]) for h in hellos]
     answer = _check_peers(records, size)
     if answer is None:
-        coordinator = _choose_coordinator(records, settings)
-        answer = "OK|" + coordinator
+        try:
+            answer = "OK|" + _choose_coordinator(records, settings)
+        except InitializeError as e:
+            answer = "ERR|" + str(e)
     sends = [mpi.isend(_record(answer), r, TAG_ANSWER) for r in range(1, size)]
     _wait(sends, timeout, "answer")
     if answer.startswith("ERR|"):
@@ -200,8 +202,31 @@ def _interface_address(name: str) -> str:
     return socket.inet_ntoa(packed[20:24])
 
 
+def _port_is_free(port: int) -> bool:
+    """Can JAX's coordinator service bind this port? (It binds every interface.)"""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("", port))
+            return True
+        except OSError:
+            return False
+
+
 def _choose_coordinator(records, settings) -> str:
-    """Rank 0's address and a port it has just bound (so jobs sharing a node cannot collide)."""
+    """Rank 0's address and a port it has just bound (so jobs sharing a node cannot collide).
+
+    Raises InitializeError when a port given by the user is taken: JAX's
+    coordinator service crashes (SIGSEGV) instead of reporting it.
+    """
+    given = settings.coordinator or (settings.port and f"?:{settings.port}")
+    if given:
+        port = int(str(given).rsplit(":", 1)[1])
+        if not _port_is_free(port):
+            raise InitializeError(
+                f"mpi-collectives: the coordinator port {port} (from "
+                f"{'MPI_COLLECTIVES_COORDINATOR' if settings.coordinator else 'MPI_COLLECTIVES_PORT'}) "
+                "is already in use on rank 0's host. Fix: choose a free port, or unset it and let rank 0 "
+                "pick one.")
     if settings.coordinator:
         return settings.coordinator
     hosts = {r.split("|")[0] for r in records}
@@ -212,7 +237,7 @@ def _choose_coordinator(records, settings) -> str:
     else:
         address = socket.gethostbyname(socket.gethostname())
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((address, int(settings.port)))
+        s.bind(("", int(settings.port)))  # every interface, as JAX's service will
         port = s.getsockname()[1]
     return f"{address}:{port}"
 

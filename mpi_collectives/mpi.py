@@ -57,11 +57,26 @@ def _check(ret: int, what: str) -> None:
         raise MPIError(f"mpi-collectives: {what} failed with MPI error {ret}: {text}")
 
 
+_FINALIZE_REGISTERED = False
+
+
+def _finalize_at_exit() -> None:
+    # The wrapper finalizes only what it initialized, and only once (JAX's own
+    # atexit MPI_Finalize may have run first). A process that leaves MPI
+    # unfinalized is reported by the launcher as a failure.
+    native()[1].MPIABI_Finalize()
+
+
 def init() -> int:
     """Initialize MPI (once; the wrapper's policy picks the thread level). Returns the level."""
+    global _FINALIZE_REGISTERED
     ffi, lib = native()
     provided = ffi.new("int *")
     _check(lib.MPIABI_Init_thread(ffi.NULL, ffi.NULL, lib.MPIABI_THREAD_FUNNELED, provided), "MPI_Init_thread")
+    if not _FINALIZE_REGISTERED:
+        import atexit
+        atexit.register(_finalize_at_exit)
+        _FINALIZE_REGISTERED = True
     return provided[0]
 
 

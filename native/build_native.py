@@ -42,6 +42,7 @@ PYTHON_API = """
     int MPIABI_Init_thread(int *argc, char ***argv, int required, int *provided);
     int MPIABI_Initialized(int *flag);
     int MPIABI_Finalized(int *flag);
+    int MPIABI_Finalize(void);
     int MPIABI_Query_thread(int *provided);
     int MPIABI_Comm_rank(uintptr_t comm, int *rank);
     int MPIABI_Comm_size(uintptr_t comm, int *size);

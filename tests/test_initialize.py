@@ -121,6 +121,22 @@ def test_a_rank_that_never_calls_initialize_is_named(missing):
 
 
 @pytest.mark.jax
+def test_coordinator_port_in_use_is_named():
+    """JAX's coordinator service segfaults on a port that is taken: we say so first, on every rank."""
+    import socket
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen(1)
+        address = "127.0.0.1:%d" % squatter.getsockname()[1]
+        proc = launch("plain", env={"MPI_COLLECTIVES_COORDINATOR": address, "MPI_COLLECTIVES_INIT_TIMEOUT": "10"},
+                      timeout=180)
+    assert proc.returncode != 0, explain(proc)
+    assert proc.stderr.count(f"the coordinator port {address.split(':')[1]} (from MPI_COLLECTIVES_COORDINATOR) "
+                             "is already in use") == 2, explain(proc)
+    assert "Segmentation" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.jax
 def test_bad_network_interface_is_named():
     proc = launch("plain", env={"MPI_COLLECTIVES_INTERFACE": "nosuchif0"})
     assert proc.returncode != 0, explain(proc)
@@ -129,8 +145,9 @@ def test_bad_network_interface_is_named():
 
 @pytest.mark.jax
 @needs_mpi4py
-def test_mpi4py_after_initialize():
-    proc = launch("mpi4py-after")
+@pytest.mark.parametrize("order", ["after", "before"])
+def test_mpi4py_and_initialize(order):
+    proc = launch(f"mpi4py-{order}")
     assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
     assert "Attempting to use an MPI routine" not in proc.stderr
 

@@ -22,7 +22,7 @@ FORBIDDEN_STDERR = (
 
 
 @pytest.mark.jax
-@pytest.mark.parametrize("nranks", [2, 4])
+@pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_jax_collectives_exact(nranks, jax_env):
     proc = mpirun(nranks, [sys.executable, PROGRAM], env=jax_env, timeout=600)
     assert proc.returncode == 0, explain(proc)

@@ -48,6 +48,18 @@ static char mpic_missing[4096];
 static char mpic_family_reason[512];
 static int (*mpic_native_finalized)(void) = NULL;
 
+/* "rank R/N" from the launcher's environment, for log lines (before MPI is up). */
+static const char *mpic_where(void) {
+  static char where[64];
+  const char *r = NULL, *n = NULL;
+  const char *ranks[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"};
+  const char *sizes[] = {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"};
+  for (size_t i = 0; i < 4 && !r; i++) r = getenv(ranks[i]);
+  for (size_t i = 0; i < 4 && !n; i++) n = getenv(sizes[i]);
+  snprintf(where, sizeof where, "rank %s/%s", r ? r : "?", n ? n : "?");
+  return where;
+}
+
 void mpic_log(int level, const char *fmt, ...) {
   if (level > mpic_verbose) return;
   char line[1024];
@@ -55,7 +67,7 @@ void mpic_log(int level, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "mpi-collectives: %s\n", line);
+  fprintf(stderr, "mpi-collectives [%s]: %s\n", mpic_where(), line);
 }
 
 static void report(const char *fmt, ...) {

@@ -22,7 +22,7 @@ if case == "versions-differ" and rank_env == 1:
     from mpi_collectives import distributed
     distributed._version = lambda package: "0.0.0-other"
 
-if case == "missing-rank-mpi4py":
+if case in ("missing-rank-mpi4py", "mpi4py-before"):
     from mpi4py import MPI  # noqa: F401  (MPI is up on every rank; only initialize() is missing)
 
 if case.startswith("missing-rank") and rank_env == int(os.environ.get("MISSING_RANK", "1")):
@@ -46,7 +46,7 @@ x = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")),
 got = np.asarray(f(x).addressable_data(0))
 assert (got == info.size * (info.size + 1) // 2).all(), got
 
-if case == "mpi4py-after":
+if case in ("mpi4py-after", "mpi4py-before"):
     from mpi4py import MPI
     assert MPI.COMM_WORLD.allreduce(info.rank) == info.size * (info.size - 1) // 2
 
