@@ -61,10 +61,11 @@ def test_independent_collectives_over_two_axes_repeatedly():
 
 
 @pytest.mark.jax
-def test_different_first_use_orders_stop_the_job():
+def test_different_first_use_orders_are_exact_or_stopped():
+    # Stopped in every run seen here; exact is acceptable too, wrong never.
     proc = launch("orders", 4)
-    assert exact_or_stopped(proc, 4, "orders") == "stopped", explain(proc)
-    assert "mpi_collectives.prepare(mesh)" in proc.stderr
+    if exact_or_stopped(proc, 4, "orders") == "stopped":
+        assert "mpi_collectives.prepare(mesh)" in proc.stderr, explain(proc)
 
 
 @pytest.mark.jax
