@@ -7,32 +7,7 @@
 #define FAMILY(name) openmpi_##name
 #define FAMILY_ID MPIC_FAMILY_OPENMPI
 
-typedef void *openmpi_nt_Comm;
-typedef void *openmpi_nt_Datatype;
-typedef void *openmpi_nt_Errhandler;
-typedef void *openmpi_nt_File;
-typedef void *openmpi_nt_Group;
-typedef void *openmpi_nt_Info;
-typedef void *openmpi_nt_Message;
-typedef void *openmpi_nt_Op;
-typedef void *openmpi_nt_Request;
-typedef void *openmpi_nt_Win;
-
-#define PTR_HANDLE(T) \
-  static inline FAMILY(nt_##T) FAMILY(to_n_##T)(uintptr_t h) { return (FAMILY(nt_##T))h; } \
-  static inline uintptr_t FAMILY(from_n_##T)(FAMILY(nt_##T) h) { return (uintptr_t)h; }
-PTR_HANDLE(Comm)
-PTR_HANDLE(Datatype)
-PTR_HANDLE(Errhandler)
-PTR_HANDLE(File)
-PTR_HANDLE(Group)
-PTR_HANDLE(Info)
-PTR_HANDLE(Message)
-PTR_HANDLE(Op)
-PTR_HANDLE(Request)
-PTR_HANDLE(Win)
-#undef PTR_HANDLE
-#include "handle_names.h"
+#include "pointer_handles.h"
 
 /* Native status: MPI_SOURCE, MPI_TAG, MPI_ERROR, _cancelled, size_t _ucount. */
 #define NS_SIZE 24

@@ -7,32 +7,7 @@
 #define FAMILY(name) standard_##name
 #define FAMILY_ID MPIC_FAMILY_STANDARD
 
-typedef void *standard_nt_Comm;
-typedef void *standard_nt_Datatype;
-typedef void *standard_nt_Errhandler;
-typedef void *standard_nt_File;
-typedef void *standard_nt_Group;
-typedef void *standard_nt_Info;
-typedef void *standard_nt_Message;
-typedef void *standard_nt_Op;
-typedef void *standard_nt_Request;
-typedef void *standard_nt_Win;
-
-#define PTR_HANDLE(T) \
-  static inline FAMILY(nt_##T) FAMILY(to_n_##T)(uintptr_t h) { return (FAMILY(nt_##T))h; } \
-  static inline uintptr_t FAMILY(from_n_##T)(FAMILY(nt_##T) h) { return (uintptr_t)h; }
-PTR_HANDLE(Comm)
-PTR_HANDLE(Datatype)
-PTR_HANDLE(Errhandler)
-PTR_HANDLE(File)
-PTR_HANDLE(Group)
-PTR_HANDLE(Info)
-PTR_HANDLE(Message)
-PTR_HANDLE(Op)
-PTR_HANDLE(Request)
-PTR_HANDLE(Win)
-#undef PTR_HANDLE
-#include "handle_names.h"
+#include "pointer_handles.h"
 
 /* Native status: MPI_SOURCE, MPI_TAG, MPI_ERROR, mpi_abi_slush_fund[5]. */
 #define NS_SIZE 32
