@@ -306,7 +306,29 @@ def initialize(**kwargs) -> Info:
             "(or MPI_COLLECTIVES_COORDINATOR=host:port).") from e
     _INFO = Info(rank=rank, size=size, library=mpi.library(), family=family, thread_level=level,
                  coordinator=coordinator, wrapper=libpath())
+    if settings.abort_on_exception:
+        _abort_on_uncaught_exceptions(rank, size)
     return _INFO
+
+
+def _abort_on_uncaught_exceptions(rank: int, size: int) -> None:
+    """A rank that dies of an exception would leave the others waiting in
+    their next collective (and JAX's shutdown waits for them too): say which
+    rank failed, then end the whole job."""
+    import threading
+    import traceback
+
+    def die(kind, exc, tb, where="the main thread"):  # (SystemExit never reaches an excepthook)
+        traceback.print_exception(kind, exc, tb)
+        print(f"mpi-collectives: error: rank {rank}/{size} stopped on an uncaught {kind.__name__} in {where} "
+              f"(above); ending the whole job with MPI_Abort so that no rank waits for it. "
+              "(MPI_COLLECTIVES_ABORT_ON_EXCEPTION=0 turns this off.)", file=sys.stderr, flush=True)
+        time.sleep(1)  # let the launcher forward the lines before the job is torn down
+        mpi.abort(1)
+        os._exit(1)
+
+    sys.excepthook = die
+    threading.excepthook = lambda a: die(a.exc_type, a.exc_value, a.exc_traceback, f"thread {a.thread.name}")
 
 
 def prepare(mesh) -> None:

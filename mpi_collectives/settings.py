@@ -30,6 +30,10 @@ TABLE = {
                   "network interface whose address the coordinator uses (e.g. ib0)"),
     "timeout": ("MPI_COLLECTIVES_INIT_TIMEOUT", 300, False,
                 "seconds initialize() waits for every rank and the coordinator"),
+    "abort_on_exception": ("MPI_COLLECTIVES_ABORT_ON_EXCEPTION", 1, False,
+                           "1: after initialize(), an uncaught exception on any rank (or thread) prints it "
+                           "and ends the whole job with MPI_Abort, instead of leaving the others waiting "
+                           "in their next collective"),
 }
 
 
@@ -46,6 +50,7 @@ class Settings:
     port: int = 0
     interface: str = None
     timeout: int = 300
+    abort_on_exception: int = 1
 
 
 def read(**overrides) -> Settings:

@@ -167,3 +167,15 @@ def test_plain_jax_distributed_initialize_under_mpiexec(tmp_path):
         "print('PASS', jax.process_index(), jax.process_count(), flush=True)\n")
     proc = mpirun(2, [PY, str(script)], env=no_jax_env())
     assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
+
+
+@pytest.mark.jax
+def test_a_rank_that_raises_ends_the_job_and_is_named():
+    import time
+    start = time.monotonic()
+    proc = launch("rank-raises", n=3, timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    assert "ValueError: something went wrong on this rank" in proc.stderr, explain(proc)
+    assert "rank 1/3 stopped on an uncaught ValueError" in proc.stderr, explain(proc)
+    assert time.monotonic() - start < 60, "the job should end soon after the rank fails"
+    assert "PASS" not in proc.stdout

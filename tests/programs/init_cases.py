@@ -50,5 +50,10 @@ if case in ("mpi4py-after", "mpi4py-before"):
     from mpi4py import MPI
     assert MPI.COMM_WORLD.allreduce(info.rank) == info.size * (info.size - 1) // 2
 
+if case == "rank-raises" and info.rank == 1:
+    raise ValueError("something went wrong on this rank")
+if case == "rank-raises":
+    f(x).block_until_ready()  # the others wait for rank 1 in the next collective
+
 print(f"PASS {case} rank {info.rank} of {info.size} coordinator {info.coordinator} "
       f"family {info.family} thread {info.thread_level}", flush=True)
