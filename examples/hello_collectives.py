@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 import jax
-import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 # Rank and size from the launcher (MPICH/Intel MPI hydra, Open MPI, Slurm).

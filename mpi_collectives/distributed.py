@@ -120,7 +120,7 @@ def _text(record: np.ndarray) -> str:
     return bytes(record).split(b"\0", 1)[0].decode(errors="replace")
 
 
-def _wait(requests, timeout: float, what) -> list:
+def _wait(requests, timeout: float) -> list:
     """Poll requests until all complete or the timeout passes; the indices still pending."""
     deadline = time.monotonic() + timeout
     pending = list(range(len(requests)))
@@ -145,19 +145,19 @@ def _meet(rank: int, size: int, settings) -> str:
     if rank != 0:
         send = mpi.isend(_hello(rank), 0, TAG_HELLO)
         answer = mpi.irecv(np.zeros(RECORD, np.uint8), 0, TAG_ANSWER)
-        if _wait([answer], timeout, "answer"):
+        if _wait([answer], timeout):
             _fail_everywhere(
                 f"mpi-collectives: error: rank {rank}/{size} waited {timeout:.0f} s for rank 0 in "
                 "initialize(): rank 0 never called it (or died). Fix: call mpi_collectives.initialize() "
                 "on every rank, or raise MPI_COLLECTIVES_INIT_TIMEOUT if rank 0 is just slow.")
-        _wait([send], timeout, "hello")
+        _wait([send], timeout)
         text = _text(answer[1])
         if text.startswith("ERR|"):
             raise InitializeError(text[4:])
         return text[3:]
 
     hellos = [mpi.irecv(np.zeros(RECORD, np.uint8), r, TAG_HELLO) for r in range(1, size)]
-    missing = _wait(hellos, timeout, "hello")
+    missing = _wait(hellos, timeout)
     if missing:
         ranks = ", ".join(str(i + 1) for i in missing)
         _fail_everywhere(
@@ -172,7 +172,7 @@ def _meet(rank: int, size: int, settings) -> str:
         except InitializeError as e:
             answer = "ERR|" + str(e)
     sends = [mpi.isend(_record(answer), r, TAG_ANSWER) for r in range(1, size)]
-    _wait(sends, timeout, "answer")
+    _wait(sends, timeout)
     if answer.startswith("ERR|"):
         raise InitializeError(answer[4:])
     return answer[3:]

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import HERE, explain, mpirun, needs_mpi4py, run
+from conftest import HERE, explain, mpirun, needs_mpi4py
 
 PROGRAM = os.path.join(HERE, "programs", "init_cases.py")
 PY = sys.executable

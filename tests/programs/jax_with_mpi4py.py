@@ -9,7 +9,6 @@ if order == "before":
     from mpi4py import MPI  # initializes MPI itself (MPI_THREAD_MULTIPLE)
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))

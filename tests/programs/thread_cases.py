@@ -104,7 +104,6 @@ def expected_two_axes(mesh):
 
 
 def axis_program(mesh, axis):
-    other = "b" if axis == "a" else "a"
     sh = NamedSharding(mesh, P("a", "b"))
     x = jax.make_array_from_process_local_data(sh, local((1, 1, 64), 3))
     spec = P(None, "b") if axis == "a" else P("a", None)
