@@ -31,7 +31,7 @@ int mpic_split_check_policy(void);
 int mpic_split_enter(void);
 void mpic_split_leave(void);
 int mpic_split_plan_is_wrong(const int *pairs, int n, int undefined, char *why, size_t whylen);
-void mpic_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+__attribute__((noreturn)) void mpic_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Pools of callback thunks: the library calls a user op or error handler
  * without any user data, so each registration needs its own C function. */
