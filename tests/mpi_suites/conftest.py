@@ -1,0 +1,74 @@
+"""Fixtures for the suites that run inside `mpiexec -n N python -m pytest --with-mpi`.
+
+Every rank runs the same tests in the same order (pytest collects
+deterministically), which is what JAX's collectives need: each test's
+collectives are matched across ranks by order. Each test compares what the
+ranks compute together with what one process computes alone from the same
+global inputs.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+
+def pytest_configure(config):
+    # The standard-ABI run has no mpi4py (and so no pytest-mpi): the marker still has to exist.
+    config.addinivalue_line("markers", "mpi(min_size): run under mpiexec")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """One file per rank with its counts: the ranks' stdout interleaves
+    under mpiexec, so the launching test reads these instead."""
+    folder = os.environ.get("MPI_COLLECTIVES_SUITE_REPORTS")
+    if not folder:
+        return
+    rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or "0"
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    counts = {kind: len(reporter.stats.get(kind, [])) for kind in ("passed", "failed", "error", "skipped")}
+    with open(os.path.join(folder, f"rank-{rank}.json"), "w") as f:
+        json.dump(dict(counts, exitstatus=int(exitstatus)), f)
+
+
+@pytest.fixture(scope="session")
+def world():
+    import mpi_collectives
+
+    info = mpi_collectives.initialize()
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # the training test runs in float64; every test names its dtype
+    return info
+
+
+@pytest.fixture(scope="session")
+def mesh(world):
+    import jax
+    from jax.sharding import Mesh
+
+    return Mesh(np.array(jax.devices()), ("x",))
+
+
+def local_device():
+    import jax
+
+    return jax.local_devices()[0]
+
+
+def on_one_device(*arrays):
+    """The same arrays, committed to this process's device: computations on
+    them run here alone, without collectives (the single-process reference)."""
+    import jax
+
+    return [jax.device_put(a, local_device()) for a in arrays]
+
+
+def local_value(array) -> np.ndarray:
+    """This process's shard of a global array, as NumPy."""
+    return np.asarray(array.addressable_data(0))
+
+
+def replicated_value(array) -> np.ndarray:
+    """A fully replicated global array's value, as NumPy (every process holds it all)."""
+    return np.asarray(array.addressable_data(0))
