@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from . import mpi, settings as _settings
+from . import mpi, peers, settings as _settings
 from ._paths import libpath
 from .log import log
 
@@ -133,6 +133,7 @@ def _wait(requests, timeout: float) -> list:
 
 def _fail_everywhere(message: str) -> None:
     """Say it on this rank, then end the whole job (other ranks may be waiting)."""
+    peers.quiet()
     print(message, file=sys.stderr, flush=True)
     time.sleep(1)  # let the launcher forward the line before MPI_Abort tears the job down
     mpi.abort(1)
@@ -308,6 +309,8 @@ def initialize(**kwargs) -> Info:
                  coordinator=coordinator, wrapper=libpath())
     if settings.abort_on_exception:
         _abort_on_uncaught_exceptions(rank, size)
+    if settings.watch_peers:
+        peers.watch(rank, size, float(settings.exit_timeout), coordinator)
     return _INFO
 
 
@@ -319,6 +322,7 @@ def _abort_on_uncaught_exceptions(rank: int, size: int) -> None:
     import traceback
 
     def die(kind, exc, tb, where="the main thread"):  # (SystemExit never reaches an excepthook)
+        peers.quiet()
         traceback.print_exception(kind, exc, tb)
         print(f"mpi-collectives: error: rank {rank}/{size} stopped on an uncaught {kind.__name__} in {where} "
               f"(above); ending the whole job with MPI_Abort so that no rank waits for it. "

@@ -34,6 +34,13 @@ TABLE = {
                            "1: after initialize(), an uncaught exception on any rank (or thread) prints it "
                            "and ends the whole job with MPI_Abort, instead of leaving the others waiting "
                            "in their next collective"),
+    "watch_peers": ("MPI_COLLECTIVES_WATCH_PEERS", 1, False,
+                    "1: after initialize(), each rank ends the whole job with one line naming the rank at "
+                    "fault when a rank on its node dies (killed, crashed, os._exit) or when it has waited in "
+                    "MPI for MPI_COLLECTIVES_EXIT_TIMEOUT seconds after another rank finished its program"),
+    "exit_timeout": ("MPI_COLLECTIVES_EXIT_TIMEOUT", 30, False,
+                     "seconds a rank may wait in one MPI call after another rank has finished its program, "
+                     "before the job is ended"),
 }
 
 
@@ -51,6 +58,8 @@ class Settings:
     interface: str = None
     timeout: int = 300
     abort_on_exception: int = 1
+    watch_peers: int = 1
+    exit_timeout: int = 30
 
 
 def read(**overrides) -> Settings:

@@ -79,6 +79,19 @@ FREES_AFTER_FINALIZE = {
 }
 
 
+# Calls in which a rank waits for other ranks. Their exported entry points
+# count how many are in progress and how many have begun, so that
+# mpi_collectives.peers can tell "this rank has been waiting in MPI for N
+# seconds" (and a rank that already finished is why) without a clock read
+# on the fast path. XLA's collectives use the first six.
+WAITING = {
+    "Allreduce", "Allgather", "Reduce_scatter", "Wait", "Sendrecv", "Waitall",
+    "Allgatherv", "Alltoall", "Alltoallv", "Alltoallw", "Barrier", "Bcast", "Reduce",
+    "Reduce_scatter_block", "Gather", "Gatherv", "Scatter", "Scatterv", "Scan", "Exscan",
+    "Sendrecv_replace", "Recv", "Ssend", "Send", "Waitany", "Waitsome", "Probe", "Mprobe", "Mrecv",
+}
+
+
 class Param:
     def __init__(self, text):
         text = text.strip()
@@ -255,6 +268,18 @@ def gen_exports(funcs):
     for ret, name, params in funcs:
         args = ", ".join(p.name for p in params)
         out.append("MPIABI_EXPORT " + prototype(ret, name, params, "MPIABI_") + " {")
+        if name in WAITING:
+            out.append("  int ret;")
+            out.append("  mpic_wait_begin();")
+            out.append("  switch (mpic_family) {")
+            for fam in FAMILIES:
+                out.append(f"  case MPIC_FAMILY_{fam.upper()}: ret = {fam}_{name}({args}); break;")
+            out.append(f"  default: mpic_not_loaded(\"{native_symbol(name)}\");")
+            out.append("  }")
+            out.append("  mpic_wait_end();")
+            out.append("  return ret;")
+            out.append("}")
+            continue
         out.append("  switch (mpic_family) {")
         for fam in FAMILIES:
             out.append(f"  case MPIC_FAMILY_{fam.upper()}: return {fam}_{name}({args});")

@@ -176,6 +176,7 @@ void mpic_fatal(const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, "mpi-collectives: error: %s\n", line);
   fflush(stderr);
+  mpic_watch_self_quiet(); /* this line says why; the rank's watcher must not add another */
   /* Give the launcher a moment to forward this line first (Hydra loses it
    * otherwise, about one time in fifteen). Nothing else runs meanwhile: the
    * caller is the thread XLA waits for. */
@@ -655,3 +656,14 @@ MPIABI_EXPORT const char *mpic_missing_functions(void) { return mpic_missing; }
 MPIABI_EXPORT int mpic_we_initialized(void) { return mpic_initialized_by_us; }
 MPIABI_EXPORT int mpic_thread_policy_value(void) { return mpic_thread_policy_level; }
 MPIABI_EXPORT int mpic_trampoline_attached(void) { return mpic_attached; }
+
+long mpic_waiting_now;
+unsigned long mpic_waits_begun;
+
+/* For mpi_collectives.peers: calls now waiting for other ranks, and how many
+ * such calls have begun. Two samples with the same count of begun calls and
+ * a call waiting in both mean one wait has lasted from the first to the second. */
+MPIABI_EXPORT void mpic_wait_state(long *waiting, unsigned long *begun) {
+  *begun = __atomic_load_n(&mpic_waits_begun, __ATOMIC_RELAXED);
+  *waiting = __atomic_load_n(&mpic_waiting_now, __ATOMIC_RELAXED);
+}

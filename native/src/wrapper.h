@@ -31,6 +31,17 @@ int mpic_split_check_policy(void);
 int mpic_split_enter(void);
 void mpic_split_leave(void);
 int mpic_split_plan_is_wrong(const int *pairs, int n, int undefined, char *why, size_t whylen);
+/* Calls in progress that wait for other ranks, and how many have begun
+ * (generate.py's WAITING list): relaxed atomics, a few nanoseconds a call. */
+extern long mpic_waiting_now;
+extern unsigned long mpic_waits_begun;
+static inline void mpic_wait_begin(void) {
+  __atomic_fetch_add(&mpic_waits_begun, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&mpic_waiting_now, 1, __ATOMIC_RELAXED);
+}
+static inline void mpic_wait_end(void) { __atomic_fetch_sub(&mpic_waiting_now, 1, __ATOMIC_RELAXED); }
+
+void mpic_watch_self_quiet(void);
 __attribute__((noreturn)) void mpic_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Pools of callback thunks: the library calls a user op or error handler

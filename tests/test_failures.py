@@ -1,0 +1,118 @@
+"""A rank that fails mid-run ends the whole job, non-zero, soon, with a
+message naming the rank, and leaves no process behind.
+
+Bound: every case below must end within END_WITHIN seconds of the launch
+(start-up included; about 10 s of that is JAX's start-up at 3 ranks on two
+cores). Measured: raise 5-6 s, SIGKILL 3-4 s, early exit EXIT_TIMEOUT + 3 s.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import EXPECTED_FAMILY, HERE, mpiexec_path
+
+PROGRAM = os.path.join(HERE, "programs", "failures.py")
+END_WITHIN = 60
+EXIT_TIMEOUT = 5  # MPI_COLLECTIVES_EXIT_TIMEOUT for the early-exit case
+HYDRA = EXPECTED_FAMILY in ("mpich", "standard") and "impi" not in sys.prefix
+
+
+def leftovers(marker):
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def launch_failing_job(mode, launcher_args=(), env=None):
+    """Run the 3-rank job; returns (exit code, stdout, stderr, seconds, pids still alive afterwards)."""
+    marker = f"mpic-failure-{uuid.uuid4().hex}"
+    full = dict(os.environ, MPI_COLLECTIVES_EXIT_TIMEOUT=str(EXIT_TIMEOUT), **(env or {}))
+    full.pop("MPITRAMPOLINE_LIB", None)
+    cmd = [mpiexec_path(), *launcher_args, "-n", "3", sys.executable, PROGRAM, mode, marker]
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=END_WITHIN * 3)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+    seconds = time.monotonic() - start
+    # Processes the launcher is still reaping, and each rank's watcher process, which
+    # holds its claim on the node's report for 3 s after the rank ends (native/src/peer_watch.c).
+    for _ in range(10):
+        alive = leftovers(marker)
+        if not alive:
+            break
+        time.sleep(0.5)
+    for pid in alive:  # leave nothing for the next test, whatever this one finds
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return proc.returncode, out, err, seconds, alive
+
+
+def check_ended(rc, out, err, seconds, alive):
+    text = f"exit {rc} after {seconds:.1f} s\n--- stdout\n{out[-4000:]}\n--- stderr\n{err[-4000:]}"
+    assert rc != 0, text
+    assert seconds < END_WITHIN, text
+    assert not alive, f"processes left behind: {alive}\n" + text
+    assert "UNEXPECTED" not in out, text
+    return text
+
+
+def pid_of(rank, out):
+    return re.search(rf"READY rank {rank} pid (\d+)", out).group(1)
+
+
+def named_dead_rank(rank, out, err):
+    """Our line naming the rank that died: from its own watcher process
+    ("rank 1/3 (pid P on host) ended before finishing") or from a peer's
+    watch thread ("rank 1 (pid P on host) ended while the job was still running")."""
+    return re.search(rf"rank {rank}(/3)? \(pid {pid_of(rank, out)} on \S+\) ended", err)
+
+
+@pytest.mark.jax
+def test_a_rank_that_raises():
+    rc, out, err, seconds, alive = launch_failing_job("raise")
+    text = check_ended(rc, out, err, seconds, alive)
+    assert "ValueError: rank 1 fails on purpose" in err, text
+    assert "rank 1/3 stopped on an uncaught ValueError" in err, text
+
+
+@pytest.mark.jax
+def test_a_rank_killed_inside_a_collective():
+    rc, out, err, seconds, alive = launch_failing_job("kill")
+    text = check_ended(rc, out, err, seconds, alive)
+    ours = named_dead_rank(1, out, err)
+    assert ours, text
+    others = [r for r in (0, 2) if named_dead_rank(r, out, err)]
+    assert not others, f"rank(s) {others} named as dead: the launcher killed them after rank 1 died\n" + text
+
+
+@pytest.mark.jax
+@pytest.mark.skipif(not HYDRA, reason="-disable-auto-cleanup is a Hydra option (MPICH's own launcher)")
+def test_a_killed_rank_is_named_when_the_launcher_does_not_clean_up():
+    """As under srun without --kill-on-bad-exit: the other ranks must end the job themselves."""
+    rc, out, err, seconds, alive = launch_failing_job("kill", ["-disable-auto-cleanup"])
+    text = check_ended(rc, out, err, seconds, alive)
+    assert named_dead_rank(1, out, err), text
+
+
+@pytest.mark.jax
+def test_a_rank_that_calls_os_exit():
+    rc, out, err, seconds, alive = launch_failing_job("os_exit")
+    check_ended(rc, out, err, seconds, alive)
+
+
+@pytest.mark.jax
+def test_a_rank_that_finishes_early_is_named():
+    rc, out, err, seconds, alive = launch_failing_job("exit")
+    text = check_ended(rc, out, err, seconds, alive)
+    assert re.search(r"rank\(s\) 1 finished the program while rank [02] has waited \d+ s in MPI", err), text
