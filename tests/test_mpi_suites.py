@@ -22,7 +22,7 @@ PER_TEST_TIMEOUT = 300
 def run_suite(nranks, files, jax_env, timeout, reports):
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs",
             "-o", f"timeout={PER_TEST_TIMEOUT}", "-o", "timeout_method=thread"]
-    args += ["-p", "no:mpi"] if EXPECTED_FAMILY == "standard" else ["--with-mpi"]
+    args += ["-p", "no:pytest_mpi"] if EXPECTED_FAMILY == "standard" else ["--with-mpi"]
     env = dict(jax_env, MPI_COLLECTIVES_IN_SUITE="1", MPI_COLLECTIVES_SUITE_REPORTS=str(reports))
     env.pop("MPITRAMPOLINE_LIB")  # initialize() sets everything up, as a user's program would
     return mpirun(nranks, args + [os.path.join(SUITES, f) for f in files], env=env, timeout=timeout)
