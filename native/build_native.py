@@ -25,13 +25,13 @@ PYTHON_API = """
     int mpic_we_initialized(void);
     int mpic_thread_policy_value(void);
     int mpic_trampoline_attached(void);
-    void mpic_wait_state(long *waiting, unsigned long *begun);
+    int mpic_wait_state(long *waiting, unsigned long *begun);
     int mpic_watch_peers(const int *ranks, const int *pids, int n, int rank, int size, const char *host);
-    void mpic_watch_stop(void);
+    int mpic_watch_stop(void);
     int mpic_watch_self(const int *ranks, const int *pids, int n, int rank, int size, const char *host,
                         const char *job_key);
-    void mpic_watch_self_finished(void);
-    void mpic_watch_self_quiet(void);
+    int mpic_watch_self_finished(void);
+    int mpic_watch_self_quiet(void);
 
     extern uintptr_t MPIABI_COMM_WORLD;
     extern uintptr_t MPIABI_BYTE, MPIABI_CHAR, MPIABI_C_BOOL;
@@ -87,13 +87,13 @@ ffibuilder.set_source(
     int mpic_we_initialized(void);
     int mpic_thread_policy_value(void);
     int mpic_trampoline_attached(void);
-    void mpic_wait_state(long *waiting, unsigned long *begun);
+    int mpic_wait_state(long *waiting, unsigned long *begun);
     int mpic_watch_peers(const int *ranks, const int *pids, int n, int rank, int size, const char *host);
-    void mpic_watch_stop(void);
+    int mpic_watch_stop(void);
     int mpic_watch_self(const int *ranks, const int *pids, int n, int rank, int size, const char *host,
                         const char *job_key);
-    void mpic_watch_self_finished(void);
-    void mpic_watch_self_quiet(void);
+    int mpic_watch_self_finished(void);
+    int mpic_watch_self_quiet(void);
     """,
     sources=[os.path.join(REL, "src", "wrapper.c"), os.path.join(REL, "src", "peer_watch.c")],
     include_dirs=[os.path.join(REL, "src"), os.path.join(REL, "generated")],

@@ -22,6 +22,12 @@ END_WITHIN = 60
 EXIT_TIMEOUT = 5  # MPI_COLLECTIVES_EXIT_TIMEOUT for the early-exit case
 HYDRA = EXPECTED_FAMILY in ("mpich", "standard") and "impi" not in sys.prefix
 
+# Verified with MPICH's Hydra only so far: Intel MPI's Hydra and Open MPI's
+# prterun end jobs their own ways (clean-up order, forwarding of the last lines).
+pytestmark = pytest.mark.skipif(
+    not (EXPECTED_FAMILY == "mpich" and "impi" not in sys.prefix),
+    reason="failure behaviour is verified under MPICH's launcher only (see README, Limitations)")
+
 
 def leftovers(marker):
     out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout

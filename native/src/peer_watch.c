@@ -80,11 +80,14 @@ MPIABI_EXPORT int mpic_watch_peers(const int *ranks, const int *pids, int n, int
   return watch.n;
 }
 
-/* This rank's program has finished: its peers may now end without alarm. */
-MPIABI_EXPORT void mpic_watch_stop(void) {
-  if (!watch.running) return;
+/* This rank's program has finished: its peers may now end without alarm. (The
+ * functions Python calls return int: a void one would make cffi refer to
+ * Py_None, a data symbol the C conformance harness cannot resolve.) */
+MPIABI_EXPORT int mpic_watch_stop(void) {
+  if (!watch.running) return 0;
   watch.running = 0;
   if (write(watch.stop[1], "x", 1) == 1) pthread_join(watch.thread, NULL);
+  return 0;
 }
 
 /* ---- the rank's own death ----
@@ -132,8 +135,8 @@ static void tell_self_watcher(char what) {
   self_pipe[1] = -1;
 }
 
-MPIABI_EXPORT void mpic_watch_self_finished(void) { tell_self_watcher('f'); }
-MPIABI_EXPORT void mpic_watch_self_quiet(void) { tell_self_watcher('q'); }
+MPIABI_EXPORT int mpic_watch_self_finished(void) { tell_self_watcher('f'); return 0; }
+MPIABI_EXPORT int mpic_watch_self_quiet(void) { tell_self_watcher('q'); return 0; }
 
 #define MAX_LINE 640
 

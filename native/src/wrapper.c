@@ -663,7 +663,8 @@ unsigned long mpic_waits_begun;
 /* For mpi_collectives.peers: calls now waiting for other ranks, and how many
  * such calls have begun. Two samples with the same count of begun calls and
  * a call waiting in both mean one wait has lasted from the first to the second. */
-MPIABI_EXPORT void mpic_wait_state(long *waiting, unsigned long *begun) {
+MPIABI_EXPORT int mpic_wait_state(long *waiting, unsigned long *begun) {
   *begun = __atomic_load_n(&mpic_waits_begun, __ATOMIC_RELAXED);
   *waiting = __atomic_load_n(&mpic_waiting_now, __ATOMIC_RELAXED);
+  return 0;
 }

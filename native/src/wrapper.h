@@ -41,7 +41,7 @@ static inline void mpic_wait_begin(void) {
 }
 static inline void mpic_wait_end(void) { __atomic_fetch_sub(&mpic_waiting_now, 1, __ATOMIC_RELAXED); }
 
-void mpic_watch_self_quiet(void);
+int mpic_watch_self_quiet(void);
 __attribute__((noreturn)) void mpic_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Pools of callback thunks: the library calls a user op or error handler
