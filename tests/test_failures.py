@@ -20,13 +20,7 @@ from conftest import EXPECTED_FAMILY, HERE, mpiexec_path
 PROGRAM = os.path.join(HERE, "programs", "failures.py")
 END_WITHIN = 60
 EXIT_TIMEOUT = 5  # MPI_COLLECTIVES_EXIT_TIMEOUT for the early-exit case
-HYDRA = EXPECTED_FAMILY in ("mpich", "standard") and "impi" not in sys.prefix
-
-# Verified with MPICH's Hydra only so far: Intel MPI's Hydra and Open MPI's
-# prterun end jobs their own ways (clean-up order, forwarding of the last lines).
-pytestmark = pytest.mark.skipif(
-    not (EXPECTED_FAMILY == "mpich" and "impi" not in sys.prefix),
-    reason="failure behaviour is verified under MPICH's launcher only (see README, Limitations)")
+HYDRA = EXPECTED_FAMILY in ("mpich", "standard")  # MPICH's and Intel MPI's launcher
 
 
 def leftovers(marker):
@@ -103,7 +97,7 @@ def test_a_rank_killed_inside_a_collective():
 
 
 @pytest.mark.jax
-@pytest.mark.skipif(not HYDRA, reason="-disable-auto-cleanup is a Hydra option (MPICH's own launcher)")
+@pytest.mark.skipif(not HYDRA, reason="-disable-auto-cleanup is a Hydra option (MPICH's and Intel MPI's launcher)")
 def test_a_killed_rank_is_named_when_the_launcher_does_not_clean_up():
     """As under srun without --kill-on-bad-exit: the other ranks must end the job themselves."""
     rc, out, err, seconds, alive = launch_failing_job("kill", ["-disable-auto-cleanup"])
