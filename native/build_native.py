@@ -13,10 +13,9 @@ import cffi
 HERE = os.path.dirname(os.path.abspath(__file__))
 REL = os.path.relpath(HERE)
 
-# What the Python layer calls: the wrapper's own state, and the MPIABI
-# functions and constants that initialize() and the host-level helpers use.
-# (The whole MPIABI interface is exported for jaxlib; Python needs these.)
-PYTHON_API = """
+# The wrapper's own functions (wrapper.c, peer_watch.c) that Python calls;
+# mpiabi.h declares the MPIABI ones, so C needs only these.
+WRAPPER_API = """
     const char *mpic_family_name(void);
     const char *mpic_family_detail(void);
     const char *mpic_library_path(void);
@@ -32,6 +31,12 @@ PYTHON_API = """
                         const char *job_key);
     int mpic_watch_self_finished(void);
     int mpic_watch_self_quiet(void);
+"""
+
+# What the Python layer calls: the wrapper's own state, and the MPIABI
+# functions and constants that initialize() and the host-level helpers use.
+# (The whole MPIABI interface is exported for jaxlib; Python needs these.)
+PYTHON_API = WRAPPER_API + """
 
     extern uintptr_t MPIABI_COMM_WORLD;
     extern uintptr_t MPIABI_BYTE, MPIABI_CHAR, MPIABI_C_BOOL;
@@ -79,22 +84,7 @@ ffibuilder.set_source(
     """
     #define MPIABI_CONST /* the wrapper writes the constants */
     #include "mpiabi.h"
-    const char *mpic_family_name(void);
-    const char *mpic_family_detail(void);
-    const char *mpic_library_path(void);
-    const char *mpic_load_report(void);
-    const char *mpic_missing_functions(void);
-    int mpic_we_initialized(void);
-    int mpic_thread_policy_value(void);
-    int mpic_trampoline_attached(void);
-    int mpic_wait_state(long *waiting, unsigned long *begun);
-    int mpic_watch_peers(const int *ranks, const int *pids, int n, int rank, int size, const char *host);
-    int mpic_watch_stop(void);
-    int mpic_watch_self(const int *ranks, const int *pids, int n, int rank, int size, const char *host,
-                        const char *job_key);
-    int mpic_watch_self_finished(void);
-    int mpic_watch_self_quiet(void);
-    """,
+    """ + WRAPPER_API,
     sources=[os.path.join(REL, "src", "wrapper.c"), os.path.join(REL, "src", "peer_watch.c")],
     include_dirs=[os.path.join(REL, "src"), os.path.join(REL, "generated")],
     libraries=["dl"],
