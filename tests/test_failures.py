@@ -28,15 +28,24 @@ def leftovers(marker):
     return [int(p) for p in out.split()]
 
 
-def launch_failing_job(mode, launcher_args=(), env=None):
-    """Run the 3-rank job; returns (exit code, stdout, stderr, seconds, pids still alive afterwards)."""
+def start_job(mode, launcher_args=()):
     marker = f"mpic-failure-{uuid.uuid4().hex}"
-    full = dict(os.environ, MPI_COLLECTIVES_EXIT_TIMEOUT=str(EXIT_TIMEOUT), **(env or {}))
+    full = dict(os.environ, MPI_COLLECTIVES_EXIT_TIMEOUT=str(EXIT_TIMEOUT))
     full.pop("MPITRAMPOLINE_LIB", None)
     cmd = [mpiexec_path(), *launcher_args, "-n", "3", sys.executable, PROGRAM, mode, marker]
-    start = time.monotonic()
     proc = subprocess.Popen(cmd, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
+    return proc, marker
+
+
+def launch_failing_job(mode, launcher_args=()):
+    """Run the 3-rank job; returns (exit code, stdout, stderr, seconds, pids still alive afterwards)."""
+    start = time.monotonic()
+    proc, marker = start_job(mode, launcher_args)
+    return finish_job(proc, marker, start)
+
+
+def finish_job(proc, marker, start):
     try:
         out, err = proc.communicate(timeout=END_WITHIN * 3)
     except subprocess.TimeoutExpired:
@@ -116,3 +125,18 @@ def test_a_rank_that_finishes_early_is_named():
     rc, out, err, seconds, alive = launch_failing_job("exit")
     text = check_ended(rc, out, err, seconds, alive)
     assert re.search(r"rank\(s\) 1 finished the program while rank [02] has waited \d+ s in MPI", err), text
+
+
+@pytest.mark.jax
+def test_a_failing_job_does_not_disturb_another_on_the_same_node():
+    """Each job's watchers claim a report name of their own (from its coordinator address)."""
+    start = time.monotonic()
+    healthy, healthy_marker = start_job("none")
+    failing, failing_marker = start_job("kill")
+    rc, out, err, seconds, alive = finish_job(failing, failing_marker, start)
+    check_ended(rc, out, err, seconds, alive)
+    rc, out, err, seconds, alive = finish_job(healthy, healthy_marker, start)
+    text = f"exit {rc}\n--- stdout\n{out[-4000:]}\n--- stderr\n{err[-4000:]}"
+    assert rc == 0 and not alive, text
+    assert sorted(re.findall(r"DONE rank (\d)", out)) == ["0", "1", "2"], text
+    assert "mpi-collectives: error" not in err, text

@@ -5,6 +5,7 @@ enter) a collective, in the way argv[1] names:
     kill      SIGKILL from outside, during a collective
     exit      sys.exit(0) before the next collective (finished early)
     os_exit   os._exit(3): no Python exit path at all
+    none      nobody fails: 3000 psums, then "DONE rank R" and a normal end
 
 Every rank prints "READY rank R pid P" first, so that a test can match a
 launcher's PID to a rank. argv[2] is a marker that only lets the test find
@@ -40,6 +41,12 @@ if info.rank == 1:
         os._exit(3)
     if mode == "kill":  # a moment from now, whatever this rank is doing: likely inside a psum
         threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGKILL)).start()
+
+if mode == "none":
+    for _ in range(3000):  # a few seconds: long enough to overlap another job failing
+        psum(x).block_until_ready()
+    print(f"DONE rank {info.rank}", flush=True)
+    sys.exit(0)
 
 deadline = time.monotonic() + 120
 while time.monotonic() < deadline:  # the others never get past a psum without rank 1
