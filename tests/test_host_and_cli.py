@@ -22,8 +22,21 @@ def test_host_helpers_match_multihost_utils(n):
 def test_doctor(n):
     proc = mpirun(n, [PY, "-m", "mpi_collectives", "doctor"])
     assert proc.returncode == 0, explain(proc)
-    assert "MPI_Allreduce self-check, 44 dtype/op pairs: all right" in proc.stdout, explain(proc)
+    pairs = 44 if n == 1 else 52  # with several ranks, also the 8 integer sums past the maximum
+    assert f"MPI_Allreduce self-check, {pairs} dtype/op pairs: all right" in proc.stdout, explain(proc)
     assert proc.stdout.count("mpi-collectives doctor:") == 1  # rank 0 reports for all
+
+
+@pytest.mark.skipif(EXPECTED_FAMILY != "openmpi", reason="Open MPI's op/avx component")
+def test_doctor_catches_open_mpi_saturating_small_integer_sums():
+    """Why the wrapper sets OMPI_MCA_op=^avx: with op/avx forced back on, 8- and
+    16-bit sums past the maximum saturate instead of wrapping as XLA's do."""
+    proc = mpirun(2, [PY, "-m", "mpi_collectives", "doctor"], env={"OMPI_MCA_op": "avx"})
+    assert proc.returncode == 1, explain(proc)
+    wrong = re.search(r"WRONG for (.*)", proc.stdout).group(1)
+    assert wrong == ("int8 sum past its maximum, uint8 sum past its maximum, "
+                     "int16 sum past its maximum, uint16 sum past its maximum"), explain(proc)
+    assert "set OMPI_MCA_op=^avx yourself" in proc.stdout, explain(proc)
 
 
 def test_doctor_names_a_missing_library():

@@ -503,6 +503,16 @@ static int mpic_try(const char *path, int flags) {
       mpic_log(0, "could not make %s global: %s", mpic_lib_path, dlerror());
     missing = openmpi_activate(lib);
     mpic_native_finalized = openmpi_mpi_finalized;
+    /* Open MPI's op/avx component adds 8- and 16-bit integers with saturating
+     * instructions: an MPI_SUM past the type's maximum gives the maximum where
+     * C, XLA and MPICH wrap around (Open MPI 5.0.11; tests/test_soak.py at 4
+     * ranks and `doctor` see it). Without it Open MPI uses its portable loops.
+     * MCA parameters are read at MPI_Init, from the environment. A user who
+     * set OMPI_MCA_op has chosen. */
+    if (!getenv("OMPI_MCA_op")) {
+      setenv("OMPI_MCA_op", "^avx", 0);
+      mpic_log(1, "set OMPI_MCA_op=^avx: Open MPI's op/avx saturates 8- and 16-bit integer sums");
+    }
     break;
   case MPIC_FAMILY_STANDARD:
     missing = standard_activate(lib);
