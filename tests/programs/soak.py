@@ -1,4 +1,5 @@
-"""Soak: many mixed collectives of random kinds, sizes and dtypes, every
+"""Soak: many mixed collectives of random kinds, sizes and dtypes (integer
+sums past the type's maximum among them), every
 result checked against NumPy. Prints one line per rank:
     SOAK rank R/N impl I: C collectives, W wrong, T s
 
@@ -15,7 +16,7 @@ import time
 
 import numpy as np
 
-DTYPES = [np.float32, np.float64, np.int32, np.int64, np.int8, np.uint8]
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.int16, np.uint16, np.int8, np.uint8]
 SIZES = [1, 2, 3, 5, 8, 17, 64, 100, 1000, 4099, 65536]  # elements per rank and per part
 OPS = ["psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all"]
 
@@ -42,7 +43,12 @@ def start(impl):
 
 
 def rank_input(seed, step, rank, dtype, count):
+    """Small values; on odd steps, integers just below their maximum, so that
+    sums run past it and must wrap around as XLA's do (Open MPI's op/avx
+    saturates 8- and 16-bit ones instead)."""
     rng = np.random.default_rng([seed, step, rank])
+    if step % 2 and np.issubdtype(dtype, np.integer):
+        return (np.iinfo(dtype).max - rng.integers(0, 101, count)).astype(dtype)
     low = 0 if np.issubdtype(dtype, np.unsignedinteger) else -50
     return rng.integers(low, low + 101, count).astype(dtype)
 
