@@ -5,6 +5,7 @@
     mpiexec -n 3 python -m mpi_collectives doctor   # checks the whole set-up, MPI's own answers too
     mpiexec -n 4 python -m mpi_collectives run train.py [args]   # a script, with JAX set up for MPI
     python -m mpi_collectives env              # the environment-variable table
+    python -m mpi_collectives bench [--smoke]  # our collectives beside gloo, mpi4py and C (scripts/bench.py)
 """
 import argparse
 import json
@@ -108,6 +109,12 @@ def main(argv=None) -> int:
     p_run.add_argument("target")
     p_run.add_argument("args", nargs=argparse.REMAINDER)
     sub.add_parser("env", help="print the table of environment variables")
+    sub.add_parser("bench", help="benchmark JAX's collectives over MPI beside gloo, mpi4py and C (--help)",
+                   add_help=False)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:  # its own options: mpi_collectives.bench.run
+        from .bench.run import main as bench
+        return bench(argv[1:])
     args = ap.parse_args(argv)
 
     if args.command == "libpath":

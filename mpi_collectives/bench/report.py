@@ -1,0 +1,113 @@
+"""The benchmark's table, targets and plot, from the merged results."""
+import numpy as np
+
+from .c_loop import OPS
+
+PATHS = ["jax-mpi", "jax-call", "C direct", "C via wrapper", "mpi4py", "jax-gloo"]
+KiB, MiB = 1024, 1024 * 1024
+
+
+def median_us(results, path, op, nbytes):
+    times = results.get(path, {}).get(op, {}).get(str(nbytes)) or results.get(path, {}).get(op, {}).get(nbytes)
+    return float(np.median(times)) * 1e6 if times else None
+
+
+def floor_name(results):
+    return "C direct" if "C direct" in results else "C via wrapper"
+
+
+def table(data) -> str:
+    r, sizes = data["results"], data["sizes"]
+    floor = floor_name(r)
+    lines = []
+    for op in OPS:
+        lines.append(f"\n{op} ({data['ranks']} ranks, {data['library']}), median us per call")
+        lines.append(f"{'bytes':>10} " + " ".join(f"{p:>13}" for p in PATHS)
+                     + f" {'ours-call':>10} {'/floor':>7} {'gloo/ours':>9} {'wrap/direct':>11}")
+        for n in sizes:
+            v = {p: median_us(r, p, op, n) for p in PATHS}
+            ours = (v["jax-mpi"] - v["jax-call"]) if v["jax-mpi"] is not None and v["jax-call"] is not None else None
+            ratio = lambda a, b: f"{a / b:.2f}" if a is not None and b else "-"  # noqa: E731
+            lines.append(f"{n:>10} " + " ".join(f"{v[p]:13.1f}" if v[p] is not None else f"{'-':>13}" for p in PATHS)
+                         + f" {ours if ours is None else round(ours, 1)!s:>10} {ratio(ours, v[floor]):>7}"
+                         + f" {ratio(v['jax-gloo'], v['jax-mpi']):>9} {ratio(v['C via wrapper'], v['C direct']):>11}")
+    return "\n".join(lines)
+
+
+def targets(data):
+    """[(target, met, what was measured)]"""
+    r, sizes = data["results"], data["sizes"]
+    floor = floor_name(r)
+    out = []
+    pairs = [(median_us(r, "C via wrapper", op, n), median_us(r, "C direct", op, n)) for op in OPS for n in sizes]
+    pairs = [(w, d) for w, d in pairs if w is not None and d is not None]
+    if pairs:
+        worst = max(pairs, key=lambda p: p[0] - d_allow(p[1]))
+        met = all(w <= d_allow(d) for w, d in pairs)
+        median_ratio = float(np.median([w / d for w, d in pairs]))
+        out.append(("the wrapper adds nothing measurable over calling MPI directly (each size within 5% + 0.2 us)",
+                    met, f"median ratio wrapper/direct {median_ratio:.3f}; worst {worst[0]:.2f} vs {worst[1]:.2f} us"))
+    ratios = []
+    for op in OPS:
+        for n in sizes:
+            ours, call, fl = (median_us(r, p, op, n) for p in ("jax-mpi", "jax-call", floor))
+            if n >= 64 * KiB and None not in (ours, call, fl):
+                ratios.append(((ours - call) / fl, op, n))
+    if ratios:
+        worst = max(ratios)
+        out.append(("ours minus JAX's call cost within 1.15x of the C floor from 64 KiB", worst[0] <= 1.15,
+                    f"median {np.median([x[0] for x in ratios]):.2f}x, worst {worst[0]:.2f}x ({worst[1]}, {worst[2]} B)"))
+    for limit, test, want, label in ((1 * KiB, lambda n: n <= 1 * KiB, 20, "up to 1 KiB"),
+                                     (1 * MiB, lambda n: n >= 1 * MiB, 3, "from 1 MiB")):
+        speedups = [(median_us(r, "jax-gloo", op, n) / median_us(r, "jax-mpi", op, n), op, n)
+                    for op in OPS for n in sizes if test(n) and median_us(r, "jax-gloo", op, n)
+                    and median_us(r, "jax-mpi", op, n)]
+        if speedups:
+            worst = min(speedups)
+            out.append((f"at least {want}x faster than gloo {label}", worst[0] >= want,
+                        f"median {np.median([s[0] for s in speedups]):.1f}x, least {worst[0]:.1f}x ({worst[1]}, {worst[2]} B)"))
+    helpers = data.get("host_helpers")
+    if helpers:
+        speed = {k: v["multihost_utils"] / v["ours"] for k, v in helpers.items()}
+        out.append(("host helpers at least 50x faster than multihost_utils (small pytree)", min(speed.values()) >= 50,
+                    ", ".join(f"{k} {v['ours'] * 1e6:.0f} vs {v['multihost_utils'] * 1e6:.0f} us ({speed[k]:.0f}x)"
+                              for k, v in helpers.items())))
+    start = data.get("startup_s")
+    if start and start.get("mpi") and start.get("gloo"):
+        out.append(("start-up (launch to first psum) no slower than gloo", start["mpi"] <= start["gloo"] * 1.05,
+                    f"{start['mpi']:.2f} s against gloo's {start['gloo']:.2f} s"))
+    return out
+
+
+def d_allow(direct_us):
+    return direct_us * 1.05 + 0.2
+
+
+def plot(data, path) -> str:
+    """A PNG: time and bandwidth against size, log-log, a line per path. Returns what was done."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "no plot: matplotlib is not installed (pip install matplotlib)"
+    r, sizes = data["results"], data["sizes"]
+    fig, axes = plt.subplots(2, len(OPS), figsize=(4 * len(OPS), 7), squeeze=False)
+    for j, op in enumerate(OPS):
+        for p in PATHS:
+            points = [(n, median_us(r, p, op, n)) for n in sizes if median_us(r, p, op, n)]
+            if not points:
+                continue
+            xs, ys = zip(*points)
+            axes[0][j].loglog(xs, ys, marker=".", label=p)
+            axes[1][j].loglog(xs, [n / (t * 1e-6) / 1e9 for n, t in points], marker=".", label=p)
+        axes[0][j].set_title(op)
+        axes[1][j].set_xlabel("bytes per rank")
+    axes[0][0].set_ylabel("median time per call (us)")
+    axes[1][0].set_ylabel("bandwidth (GB/s)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"{data['library']} ({data['family']}), {data['ranks']} ranks, {data['date']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    return f"plot: {path}"

