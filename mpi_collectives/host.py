@@ -15,6 +15,11 @@ import numpy as np
 from . import mpi
 
 _SIG = 16  # bytes of the tree signature sent in front of packed data
+# A tree whose packed leaves fit in a slot of this size travels in the same
+# MPI call as its signature: small trees (a step, a loss, a few metrics) then
+# cost one collective instead of two. Larger ones send the signature first,
+# in a slot of the same size, so that every rank's first call matches.
+_SLOT = 256
 
 
 _WORLD = None  # (rank, size), once MPI is up: MPI_COMM_WORLD never changes
@@ -53,44 +58,43 @@ def _host_array(x) -> np.ndarray:
     return np.asarray(x)
 
 
-_SIGNATURES = {}  # (dtype, shape) of every leaf -> its signature bytes
+class _Layout:
+    """Where each leaf sits in the packed bytes, and the signature of the
+    whole (dtype and shape of every leaf), computed once per structure."""
+
+    def __init__(self, key):
+        self.signature = np.frombuffer(hashlib.blake2b(repr(key).encode(), digest_size=_SIG).digest(), np.uint8)
+        self.leaves = []  # (dtype, shape, start, end) in the packed buffer
+        offset = _SIG
+        for dtype, shape in key:
+            offset += -offset % dtype.alignment  # leaves come back as views: keep them aligned
+            n = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+            self.leaves.append((dtype, shape, offset, offset + n))
+            offset += n
+        self.nbytes = offset
+        self.one_call = offset <= _SLOT
 
 
-def _signature(arrays) -> np.ndarray:
-    key = tuple((a.dtype, a.shape) for a in arrays)
-    sig = _SIGNATURES.get(key)
-    if sig is None:
-        digest = hashlib.blake2b(repr(key).encode(), digest_size=_SIG).digest()
-        sig = _SIGNATURES[key] = np.frombuffer(digest, np.uint8)
-    return sig
+_LAYOUTS = {}
 
 
 def _pack(leaves):
+    """(layout, packed bytes: the signature, then every leaf's bytes)."""
     arrays = [np.asarray(_host_array(x), order="C") for x in leaves]  # (keeps 0-d shapes)
-    out = np.empty(_SIG + sum(a.nbytes for a in arrays), np.uint8)
-    out[:_SIG] = _signature(arrays)
-    offset = _SIG
-    for a in arrays:
-        out[offset: offset + a.nbytes] = a.reshape(-1).view(np.uint8)
-        offset += a.nbytes
-    return arrays, out
+    key = tuple((a.dtype, a.shape) for a in arrays)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = _LAYOUTS[key] = _Layout(key)
+    out = np.zeros(max(layout.nbytes, _SLOT), np.uint8)  # (padding too: assert_equal compares bytes)
+    out[:_SIG] = layout.signature
+    for a, (_, _, start, end) in zip(arrays, layout.leaves):
+        out[start:end] = a.reshape(-1).view(np.uint8)
+    return layout, out
 
 
-def _unpack(buffer, like):
-    out, offset = [], _SIG
-    for a in like:
-        n = a.nbytes
-        out.append(buffer[offset: offset + n].view(a.dtype).reshape(a.shape).copy())
-        offset += n
-    return out
-
-
-def _same_signature(what, packed):
-    """Every process packed the same structure, shapes and dtypes (checked on all)."""
-    signatures = mpi.allgather(packed[:_SIG].copy())
-    odd = [r for r in range(len(signatures)) if signatures[r].tobytes() != signatures[0].tobytes()]
-    if odd:
-        _mismatch(what, odd)
+def _unpack(buffer, layout):
+    """The leaves, as views of one rank's packed bytes (which nobody else holds)."""
+    return [buffer[start:end].view(dtype).reshape(shape) for dtype, shape, start, end in layout.leaves]
 
 
 def _mismatch(what, ranks):
@@ -98,61 +102,73 @@ def _mismatch(what, ranks):
                      f"processes (rank(s) {ranks} differ from rank 0); every process must pass the same.")
 
 
+def _allgather_checked(what, layout, packed, size):
+    """Every rank's packed bytes, one row per rank, after checking that every
+    rank packed the same structure (ValueError on every rank otherwise)."""
+    first = mpi.allgather(packed[:_SLOT], size)
+    odd = np.flatnonzero((first[:, :_SIG] != first[0, :_SIG]).any(axis=1))
+    if odd.size:
+        _mismatch(what, odd.tolist())
+    if layout.one_call:
+        return first
+    return mpi.allgather(packed[:layout.nbytes], size)
+
+
 def broadcast_one_to_all(in_tree, is_source=None):
     """The source process's tree on every process (the source: process 0, or
     the lowest-ranked one passing is_source=True). Leaves come back as NumPy arrays."""
     rank, size = _ready()
     leaves, rebuild = _tree_flatten(in_tree)
-    arrays, packed = _pack(leaves)
+    layout, packed = _pack(leaves)
     root = 0
     if is_source is not None:
-        flags = mpi.allgather(np.array([1 if is_source else 0], np.uint8)).reshape(-1)
+        flags = mpi.allgather(np.array([1 if is_source else 0], np.uint8), size).reshape(-1)
         if not flags.any():
             raise ValueError("mpi-collectives: broadcast_one_to_all: no process passed is_source=True")
         root = int(np.argmax(flags))
-    # The signature first: with other shapes the data would not fit the buffers.
-    if mpi.bcast(packed[:_SIG].copy(), root).tobytes() != packed[:_SIG].tobytes():
+    # The signature first (with the data when both fit one slot): with other
+    # shapes the data would not fit the buffers.
+    mine = layout.signature.tobytes()
+    first = mpi.bcast(packed[:_SLOT].copy(), root)
+    if first[:_SIG].tobytes() != mine:
         _mismatch("broadcast_one_to_all", rank)
-    packed = mpi.bcast(packed, root)
-    return rebuild(_unpack(packed, arrays))
+    packed = first if layout.one_call else mpi.bcast(packed[:layout.nbytes], root)
+    return rebuild(_unpack(packed, layout))
 
 
 def process_allgather(in_tree, tiled=False):
     """Every process's tree, stacked along a new axis 0 (or concatenated along
     axis 0 when tiled=True). Leaves come back as NumPy arrays."""
-    _ready()
+    _, size = _ready()
     leaves, rebuild = _tree_flatten(in_tree)
-    arrays, packed = _pack(leaves)
-    _same_signature("process_allgather", packed)
-    gathered = mpi.allgather(packed)
-    per_rank = [_unpack(row, arrays) for row in gathered]
+    layout, packed = _pack(leaves)
+    gathered = _allgather_checked("process_allgather", layout, packed, size)
     out = []
-    for i, a in enumerate(arrays):
-        parts = [p[i] for p in per_rank]
+    for dtype, shape, start, end in layout.leaves:
+        rows = np.ascontiguousarray(gathered[:, start:end]).view(dtype)
         if tiled:
-            out.append(np.concatenate([np.atleast_1d(p) for p in parts], axis=0))
+            out.append(rows.reshape((size * shape[0],) + shape[1:] if shape else (size,)))
         else:
-            out.append(np.stack(parts, axis=0))
+            out.append(rows.reshape((size,) + shape))
     return rebuild(out)
 
 
 def assert_equal(in_tree, fail_message=""):
     """Raise AssertionError on every process unless all processes passed equal trees."""
-    _ready()
+    _, size = _ready()
     leaves, _ = _tree_flatten(in_tree)
-    _, packed = _pack(leaves)
-    _same_signature("assert_equal", packed)
-    gathered = mpi.allgather(packed)
-    odd = [r for r in range(len(gathered)) if not np.array_equal(gathered[r], gathered[0])]
-    if odd:
-        raise AssertionError(f"{fail_message}. mpi-collectives: rank(s) {odd} differ from rank 0.")
+    layout, packed = _pack(leaves)
+    gathered = _allgather_checked("assert_equal", layout, packed, size)[:, :layout.nbytes]
+    odd = np.flatnonzero((gathered != gathered[0]).any(axis=1))
+    if odd.size:
+        raise AssertionError(f"{fail_message}. mpi-collectives: rank(s) {odd.tolist()} differ from rank 0.")
 
 
 def sync_global_devices(name: str) -> None:
     """A barrier that also checks every process reached the one with the same name."""
-    _ready()
+    _, size = _ready()
     h = np.array([zlib.crc32(name.encode())], np.uint32)
-    names = mpi.allgather(h).reshape(-1)
+    names = mpi.allgather(h, size).reshape(-1)
     odd = [r for r in range(len(names)) if names[r] != names[0]]
     if odd:
         raise AssertionError(f"sync_global_devices name mismatch ('{name}'): rank(s) {odd} are at another "

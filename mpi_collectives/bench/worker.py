@@ -70,14 +70,15 @@ def jax_programs(mesh, size, with_collective):
             "all-to-all": lambda v: lax.all_to_all(v[0].reshape(size, -1), "x", 0, 0, tiled=True).reshape(1, -1),
             "ppermute": lambda v: lax.ppermute(v, "x", shift),
         }
-    else:  # the same shapes, computed locally: what calling a jitted program costs by itself
-        bodies = {
-            "all-reduce": lambda v: v,
-            "all-gather": lambda v: jnp.tile(v, (1, size)),
-            "reduce-scatter": lambda v: v[:, : v.shape[1] // size],
-            "all-to-all": lambda v: v,
-            "ppermute": lambda v: v,
-        }
+    else:
+        # JAX's own cost: the same program with its output, of the same shape, filled with zeros
+        # instead of computed by the collective (dispatch, a fresh output buffer, one write of it).
+        def zeros(parts):
+            return lambda v: jnp.zeros((1, v.shape[1] * parts), v.dtype)
+
+        bodies = {"all-reduce": zeros(1), "all-gather": zeros(size),
+                  "reduce-scatter": lambda v: jnp.zeros((1, v.shape[1] // size), v.dtype),
+                  "all-to-all": zeros(1), "ppermute": zeros(1)}
     return {op: jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
             for op, body in bodies.items()}
 
@@ -122,26 +123,32 @@ def run_jax(path, sizes, scale, out):
 
 
 def host_helpers(rank):
-    """Small pytree: ours against jax.experimental.multihost_utils."""
+    """Small pytree: ours against jax.experimental.multihost_utils. Timed as
+    rounds of calls closed by a barrier, so that a call that returns before the
+    others have the data (the root of a broadcast) is not counted as finished."""
     from jax.experimental import multihost_utils
 
-    from mpi_collectives import host
+    from mpi_collectives import host, mpi
 
     tree = {"step": np.int32(rank), "loss": np.float32(0.5), "metrics": np.arange(8, dtype=np.float32) + rank}
     out = {}
-    for name, ours, theirs in (("broadcast_one_to_all", host.broadcast_one_to_all, multihost_utils.broadcast_one_to_all),
-                               ("process_allgather", host.process_allgather, multihost_utils.process_allgather)):
+    for name in ("broadcast_one_to_all", "process_allgather"):
+        ours, theirs = getattr(host, name), getattr(multihost_utils, name)
         a, b = ours(tree), theirs(tree)
         if not all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in tree):
             raise SystemExit(f"mpi-collectives bench: WRONG result: host {name} differs from multihost_utils")
         for label, fn in (("ours", ours), ("multihost_utils", theirs)):
+            calls = 20
             for _ in range(3):
                 fn(tree)
             times = []
-            for _ in range(50):
+            for _ in range(15):
+                mpi.barrier()
                 t = time.perf_counter()
-                fn(tree)
-                times.append(time.perf_counter() - t)
+                for _ in range(calls):
+                    fn(tree)
+                mpi.barrier()
+                times.append((time.perf_counter() - t) / calls)
             out.setdefault("host_helpers", {}).setdefault(name, {})[label] = float(np.median(times))
     return out
 
@@ -202,9 +209,10 @@ def run_c(sizes, scale, out):
             # Interleaved rounds, so that both see the same machine.
             for target in targets:
                 results[target.name][op][nbytes] = []
-            for _ in range(3):
+            rounds = 5
+            for _ in range(rounds):
                 for target in targets:
-                    times = c_loop.run(target, op, send, recv, max(2, iterations(nbytes, scale) // 3))
+                    times = c_loop.run(target, op, send, recv, max(2, iterations(nbytes, scale) // rounds))
                     results[target.name][op][nbytes] += times.tolist()
             progress(rank, "C", op, nbytes, results[targets[0].name][op][nbytes])
     write(rank, out, {"results_by_target": results})

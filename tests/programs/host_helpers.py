@@ -28,6 +28,10 @@ checks = {
     "process_allgather_tiled": (mpi_collectives.process_allgather(tree, tiled=True),
                                 mhu.process_allgather(tree, tiled=True)),
 }
+# Past one slot of packed bytes (256), a tree travels in a second call after its signature.
+big = {"w": np.arange(1000, dtype=np.float32) * (rank + 1), "tag": np.int8(rank), "m": np.ones((7, 3), np.int16)}
+checks["broadcast_large"] = (mpi_collectives.broadcast_one_to_all(big), mhu.broadcast_one_to_all(big))
+checks["process_allgather_large"] = (mpi_collectives.process_allgather(big), mhu.process_allgather(big))
 for name, (ours, theirs) in checks.items():
     assert same(ours, theirs), f"{name}: ours {ours} theirs {theirs}"
     print(f"ok {name}", flush=True)
@@ -48,6 +52,18 @@ try:
     raise SystemExit("mismatched shapes were not noticed")
 except ValueError as e:
     assert "differ" in str(e), str(e)
+try:  # one rank's tree fits a slot, the others' do not: still a ValueError, not MPI's truncation error
+    mpi_collectives.process_allgather(np.zeros(4 if rank == 0 else 100))
+    raise SystemExit("mismatched sizes across the slot were not noticed")
+except ValueError as e:
+    assert "rank(s) [1" in str(e), str(e)
+mpi_collectives.assert_equal({"same": np.arange(1000.0)}, "equal large trees")
+if size > 1:
+    try:
+        mpi_collectives.assert_equal({"x": np.arange(500) * (rank == size - 1)}, "differing large trees")
+        raise SystemExit("assert_equal on large trees did not raise")
+    except AssertionError as e:
+        assert f"rank(s) [{size - 1}]" in str(e), str(e)
 print("ok allreduce assert_equal sync barrier mismatch", flush=True)
 
 # Timing: a small pytree, medians of many calls, ours against multihost_utils.
