@@ -243,6 +243,25 @@ def _choose_coordinator(records, settings) -> str:
     return f"{address}:{port}"
 
 
+def _wait_for_coordinator(coordinator: str, timeout: float) -> None:
+    """Return once rank 0's coordinator accepts connections (or after `timeout`).
+
+    The ranks leave _meet together, so the others' first connection often
+    comes before rank 0's jax.distributed service listens; JAX's client then
+    backs off for about a second, which made start-up a second slower than
+    gloo's in half the launches. A refused TCP connection costs nothing, so
+    poll. A coordinator that never comes up is left to jax.distributed's own
+    timeout and our message about it."""
+    host, _, port = coordinator.rpartition(":")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.005)
+
+
 def _init_mpi_or_exit(settings) -> int:
     """MPI_Init waits for every process of the job (the launcher's PMI fence),
     so a process that never gets here makes it hang: a watchdog says so."""
@@ -296,6 +315,8 @@ def initialize(**kwargs) -> Info:
 
     import jax
     jax.config.update("jax_cpu_collectives_implementation", "mpi")
+    if rank != 0:
+        _wait_for_coordinator(coordinator, float(settings.timeout))
     try:
         jax.distributed.initialize(coordinator_address=coordinator, num_processes=size, process_id=rank,
                                    initialization_timeout=int(settings.timeout))

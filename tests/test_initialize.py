@@ -179,3 +179,36 @@ def test_a_rank_that_raises_ends_the_job_and_is_named():
     assert "rank 1/3 stopped on an uncaught ValueError" in proc.stderr, explain(proc)
     assert time.monotonic() - start < 60, "the job should end soon after the rank fails"
     assert "PASS" not in proc.stdout
+
+
+def test_other_ranks_wait_for_the_coordinator_to_listen():
+    """Ranks other than 0 connect only once rank 0's coordinator listens: connecting earlier
+    sent JAX's client into a one-second back-off in half the launches. A coordinator that
+    never listens is left to jax.distributed's timeout after ours."""
+    import socket
+    import threading
+    import time
+
+    from mpi_collectives.distributed import _wait_for_coordinator
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+    def listen_later():
+        time.sleep(0.3)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+
+    threading.Thread(target=listen_later).start()
+    start = time.monotonic()
+    _wait_for_coordinator(f"127.0.0.1:{port}", 30)
+    waited = time.monotonic() - start
+    server.close()
+    assert 0.25 <= waited < 5, waited
+
+    start = time.monotonic()
+    _wait_for_coordinator(f"127.0.0.1:{port}", 0.5)  # nothing listens now
+    assert 0.5 <= time.monotonic() - start < 5
