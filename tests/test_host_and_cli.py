@@ -39,6 +39,18 @@ def test_doctor_catches_open_mpi_saturating_small_integer_sums():
     assert "set OMPI_MCA_op=^avx yourself" in proc.stdout, explain(proc)
 
 
+@pytest.mark.skipif(EXPECTED_FAMILY != "openmpi", reason="Open MPI's btl/ofi component")
+def test_open_mpi_on_one_node_skips_the_fabric_probe():
+    """Every rank local: the wrapper leaves btl/ofi out (its libfabric probing slept a second
+    in each MPI_Init), and the job still communicates; a user's own OMPI_MCA_btl is kept."""
+    cmd = [PY, "-m", "mpi_collectives", "doctor"]
+    proc = mpirun(2, cmd, env={"MPI_COLLECTIVES_VERBOSE": "1", "OMPI_MCA_btl": None})
+    assert proc.returncode == 0 and "all right" in proc.stdout, explain(proc)
+    assert proc.stderr.count("set OMPI_MCA_btl=^ofi: all 2 ranks are on this node") == 2, explain(proc)
+    proc = mpirun(2, cmd, env={"MPI_COLLECTIVES_VERBOSE": "1", "OMPI_MCA_btl": "self,sm,tcp"})
+    assert proc.returncode == 0 and "OMPI_MCA_btl" not in proc.stderr + proc.stdout, explain(proc)
+
+
 def test_doctor_names_a_missing_library():
     proc = run([PY, "-m", "mpi_collectives", "doctor"], env={"MPI_COLLECTIVES_LIBMPI": "/nonexistent/libmpi.so"},
                cwd=HERE)
