@@ -5,7 +5,9 @@
     python3 scripts/bench.py [--families mpich impi openmpi] [--ranks 2] [--smoke]
 
 Each family runs `python -m mpi_collectives bench` from its own venv, which
-writes docs/benchmarks/<family>.json and .png and prints its table.
+writes docs/benchmarks/<family>.json and .png and prints its table. A full
+run then writes docs/benchmarks/README.md and the README's results section
+from every JSON file there (mpi_collectives.bench.summary).
 """
 import argparse
 import os
@@ -27,6 +29,7 @@ def main():
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
     status = 0
+    venv = None
     for family in args.families:
         venv = subprocess.run(["bash", os.path.join(ROOT, "scripts", "setup_env.sh"), family], env=env,
                               check=True, capture_output=True, text=True).stdout.strip()
@@ -36,6 +39,10 @@ def main():
         status |= subprocess.run([os.path.join(venv, "bin", "python"), "-m", "mpi_collectives", "bench",
                                   "--out", out + ".json", "--plot", out + ".png"] + rest,
                                  env=env, cwd=args.out_dir).returncode
+    if status == 0 and venv and "--smoke" not in rest:
+        status = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "mpi_collectives.bench.summary",
+                                 args.out_dir, "--readme", os.path.join(ROOT, "README.md")],
+                                env=env, cwd=args.out_dir).returncode
     return status
 
 
