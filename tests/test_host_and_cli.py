@@ -39,7 +39,8 @@ def test_doctor_catches_open_mpi_saturating_small_integer_sums():
     assert "set OMPI_MCA_op=^avx yourself" in proc.stdout, explain(proc)
 
 
-@pytest.mark.skipif(EXPECTED_FAMILY != "openmpi", reason="only Open MPI has btl/ofi: the wrapper sets OMPI_MCA_btl under Open MPI alone")
+@pytest.mark.skipif(EXPECTED_FAMILY != "openmpi",
+                    reason="only Open MPI has btl/ofi: the wrapper sets OMPI_MCA_btl under Open MPI alone")
 def test_open_mpi_on_one_node_skips_the_fabric_probe():
     """Every rank local: the wrapper leaves btl/ofi out (its libfabric probing slept a second
     in each MPI_Init), and the job still communicates; a user's own OMPI_MCA_btl is kept."""

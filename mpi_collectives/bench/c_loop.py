@@ -101,7 +101,8 @@ def through_wrapper() -> Target:
     wrapper = ctypes.CDLL(ffi_path(), mode=os.RTLD_NOW | os.RTLD_LOCAL | 0x4)  # RTLD_NOLOAD: already loaded
     names = [f"MPIABI_{f}" for f in FUNCTIONS] + ["MPIABI_Wtime", "MPIABI_Barrier"]
     return Target("C via wrapper", [_address(wrapper, n) for n in names], lib.MPIABI_FLOAT, lib.MPIABI_SUM,
-                  lib.MPIABI_COMM_WORLD, ctypes.c_void_p.in_dll(wrapper, "MPIABI_STATUS_IGNORE").value or 0, False)  # NULL reads as None
+                  lib.MPIABI_COMM_WORLD, ctypes.c_void_p.in_dll(wrapper, "MPIABI_STATUS_IGNORE").value or 0,  # NULL reads as None
+                  False)
 
 
 def ffi_path():
