@@ -21,6 +21,8 @@ WRAPPER_API = """
     const char *mpic_library_path(void);
     const char *mpic_load_report(void);
     const char *mpic_missing_functions(void);
+    const char *mpic_not_loaded_message(void);
+    int mpic_end_job(const char *line);
     int mpic_we_initialized(void);
     int mpic_thread_policy_value(void);
     int mpic_trampoline_attached(void);

@@ -79,17 +79,31 @@ static void report(const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The one sentence for "no MPI library could be loaded": the first MPI call
+ * of such a process prints it (and Python's initialize() raises it). */
+MPIABI_EXPORT const char *mpic_not_loaded_message(void) {
+  static char message[sizeof mpic_report + 512];
+  snprintf(message, sizeof message,
+           "no MPI library could be loaded (%s). Fix: set MPI_COLLECTIVES_LIBMPI to the full path of "
+           "your MPI's libmpi.so, or `pip install mpich`.",
+           mpic_report[0] ? mpic_report : "nothing tried");
+  return message;
+}
+
 /* The first MPI call of a process whose MPI library could not be loaded ends
- * the process with one line that says what was tried and how to fix it.
- * _exit, because exit() would run JAX's atexit MPI_Finalize and land here again. */
+ * the process with that sentence. _exit, because exit() would run JAX's
+ * atexit MPI_Finalize and land here again. */
 __attribute__((noreturn)) void mpic_not_loaded(const char *function) {
-  fprintf(stderr,
-          "mpi-collectives: %s called, but no MPI library was loaded (%s). "
-          "Fix: set MPI_COLLECTIVES_LIBMPI to the full path of your MPI's libmpi.so, "
-          "or `pip install mpich`.\n",
-          function, mpic_report[0] ? mpic_report : "nothing tried");
+  fprintf(stderr, "mpi-collectives: %s called, but %s\n", function, mpic_not_loaded_message());
   fflush(stderr);
   _exit(1);
+}
+
+/* Is MPI initialized and not yet finalized (so that MPI_Abort may be called)? */
+static int mpic_mpi_is_up(void) {
+  int flag = 0;
+  if (mpic_mpi_is_finalized()) return 0;
+  return MPIABI_Initialized(&flag) == 0 && flag;
 }
 
 int mpic_mpi_is_finalized(void) {
@@ -163,26 +177,55 @@ int mpic_split_plan_is_wrong(const int *pairs, int n, int undefined, char *why, 
   return wrong;
 }
 
-/* A problem that would otherwise give wrong results: one line, then this
- * process ends at once, and with it (through the launcher) the job.
- * Not MPI_Abort: MPICH's calls exit(), whose teardown of XLA let a pending
+/* ---- ending the job ----
+ * Every way this package ends a job goes through here, from C (a wrong split,
+ * a dead peer) and from Python (mpi_collectives.mpi.end_job): one line on
+ * stderr, then the whole job ends.
+ *
+ * MPI_Abort, so that the launcher ends the ranks on every node. But MPICH's
+ * MPI_Abort then calls exit(), whose teardown of XLA once let a pending
  * collective hand the Python main thread a wrong result before the launcher
- * killed the process (seen once in CI). _exit runs nothing more. */
-void mpic_fatal(const char *fmt, ...) {
-  char line[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "mpi-collectives: error: %s\n", line);
+ * killed the process (seen once in CI): a handler registered now runs first
+ * in exit() (atexit runs in reverse order) and leaves with _exit at once. A
+ * thread ends the process in any case if MPI_Abort has not within a few
+ * seconds (a launcher that does not answer). */
+static void mpic_exit_now(void) { _exit(1); }
+static void *mpic_exit_later(void *unused) {
+  (void)unused;
+  sleep(5);
+  _exit(1);
+}
+static int mpic_ending = 0;
+
+__attribute__((noreturn)) void mpic_end_job_line(const char *line) {
+  if (__atomic_exchange_n(&mpic_ending, 1, __ATOMIC_SEQ_CST)) {
+    for (;;) pause(); /* another thread is ending the job already: its line is the one */
+  }
+  fprintf(stderr, "%s\n", line);
   fflush(stderr);
   mpic_watch_self_quiet(); /* this line says why; the rank's watcher must not add another */
   /* Give the launcher a moment to forward this line first (Hydra loses it
-   * otherwise, about one time in fifteen). Nothing else runs meanwhile: the
-   * caller is the thread XLA waits for. */
+   * otherwise, about one time in fifteen). */
   sleep(1);
+  atexit(mpic_exit_now);
+  pthread_t t;
+  pthread_create(&t, NULL, mpic_exit_later, NULL);
+  if (mpic_family != MPIC_FAMILY_NONE && mpic_mpi_is_up()) MPIABI_Abort(MPIABI_COMM_WORLD, 1);
   _exit(1);
 }
+
+void mpic_fatal(const char *fmt, ...) {
+  char line[2048] = "mpi-collectives: error: ";
+  size_t len = strlen(line);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line + len, sizeof line - len, fmt, ap);
+  va_end(ap);
+  mpic_end_job_line(line);
+}
+
+/* For Python: the same, with the line written by the caller. */
+MPIABI_EXPORT int mpic_end_job(const char *line) { mpic_end_job_line(line); }
 
 /* ---- the launcher and the library must be of one MPI ----
  * With a launcher of another MPI, every process initializes as a singleton
