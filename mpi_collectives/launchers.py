@@ -1,0 +1,63 @@
+"""What each MPI launcher tells its processes, in one table for C and Python.
+
+The native layer is built from this same table (native/gen/generate.py
+writes native/generated/launchers.inc from it; a test keeps the two equal):
+it names a rank in its log lines before MPI is up, and compares the number
+of processes a launcher started with the size of MPI_COMM_WORLD to catch a
+launcher of another MPI.
+
+This module imports nothing but the standard library, so that scripts can
+read it without loading MPI (load it by path: see launcher_rank_size()).
+"""
+import collections
+import os
+
+Launcher = collections.namedtuple("Launcher", "size_var rank_var name kind")
+
+# In order of precedence: a process started by srun --mpi=pmi2 has both
+# PMI_* and SLURM_* set, and PMI_* is what its MPI library reads.
+LAUNCHERS = (
+    Launcher("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "Open MPI's mpirun", "openmpi"),
+    Launcher("PMI_SIZE", "PMI_RANK", "a Hydra mpiexec (MPICH, Intel MPI) or srun --mpi=pmi2", "pmi"),
+    Launcher("PMIX_SIZE", "PMIX_RANK", "a PMIx launcher", "pmix"),
+    Launcher("SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "Slurm's srun", "slurm"),
+)
+# Set where the launcher's own size variable may not be (an sbatch script's
+# environment before srun, or an older Slurm): read for log lines only.
+EXTRA_SIZE_VARS = ("SLURM_NTASKS",)
+
+RANK_VARS = tuple(launcher.rank_var for launcher in LAUNCHERS)
+SIZE_VARS = tuple(launcher.size_var for launcher in LAUNCHERS) + EXTRA_SIZE_VARS
+
+
+def _first(names, environ):
+    for name in names:
+        if environ.get(name):
+            return environ[name]
+    return None
+
+
+def launcher_rank_size(environ=os.environ) -> tuple:
+    """(rank, size) as the launcher set them, (0, 1) without a launcher: for
+    programs that need them before MPI is initialized, or with no MPI at all."""
+    rank, size = _first(RANK_VARS, environ), _first(SIZE_VARS, environ)
+    return (int(rank) if rank else 0), (int(size) if size else 1)
+
+
+def where(environ=os.environ) -> str:
+    """`rank R/N` from the launcher's variables, `?` for what it did not set."""
+    return f"rank {_first(RANK_VARS, environ) or '?'}/{_first(SIZE_VARS, environ) or '?'}"
+
+
+def started_by(environ=os.environ):
+    """(the launcher, how many processes it started) when it started more than
+    one, else (None, 0)."""
+    for launcher in LAUNCHERS:
+        value = environ.get(launcher.size_var)
+        try:
+            started = int(value) if value else 0
+        except ValueError:
+            continue
+        if started > 1:
+            return launcher, started
+    return None, 0
