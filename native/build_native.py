@@ -6,6 +6,7 @@ jaxlib's MPItrampoline dlopens through MPITRAMPOLINE_LIB: one shared object,
 so both see the same state. No MPI header is needed: everything the wrapper
 knows about MPI comes from the generated tables in native/generated/.
 """
+import glob
 import os
 
 import cffi
@@ -13,8 +14,9 @@ import cffi
 HERE = os.path.dirname(os.path.abspath(__file__))
 REL = os.path.relpath(HERE)
 
-# The wrapper's own functions (wrapper.c, peer_watch.c) that Python calls;
-# mpiabi.h declares the MPIABI ones, so C needs only these.
+# The wrapper's own functions that Python calls (python_api.c, peer_watch.c,
+# end_job.c), through mpi_collectives/mpi.py only; mpiabi.h declares the
+# MPIABI ones, so C needs only these.
 WRAPPER_API = """
     const char *mpic_family_name(void);
     const char *mpic_family_detail(void);
@@ -24,6 +26,7 @@ WRAPPER_API = """
     const char *mpic_not_loaded_message(void);
     int mpic_end_job(const char *line);
     int mpic_we_initialized(void);
+    int mpic_is_up(void);
     int mpic_thread_policy_value(void);
     int mpic_trampoline_attached(void);
     int mpic_wait_state(long *waiting, unsigned long *begun);
@@ -87,7 +90,7 @@ ffibuilder.set_source(
     #define MPIABI_CONST /* the wrapper writes the constants */
     #include "mpiabi.h"
     """ + WRAPPER_API,
-    sources=[os.path.join(REL, "src", "wrapper.c"), os.path.join(REL, "src", "peer_watch.c")],
+    sources=sorted(glob.glob(os.path.join(REL, "src", "*.c")) + glob.glob(os.path.join(REL, "src", "families", "*.c"))),
     include_dirs=[os.path.join(REL, "src"), os.path.join(REL, "generated")],
     libraries=["dl"],
     # Only the MPIABI interface and the module's init function are exported.

@@ -18,9 +18,10 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include "wrapper.h"
+#include "end_job.h"
+#include "peer_watch.h"
 
-#define MPIABI_EXPORT __attribute__((visibility("default")))
+#include "common.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434 /* the same number on every Linux architecture */

@@ -1,0 +1,76 @@
+/* With a launcher of another MPI, every process initializes as a singleton
+ * and silently believes it is rank 0 of 1: the launcher's environment says
+ * how many processes it started, so the wrapper compares. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "family.h"
+#include "launchers.h"
+#include "loader.h"
+#include "log.h"
+
+#include "launchers.inc"
+
+static const char *first_set(const char *const *vars) {
+  for (size_t i = 0; vars[i]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) return v;
+  }
+  return NULL;
+}
+
+const char *mpic_launcher_where(char *buf, size_t len) {
+  const char *r = first_set(mpic_rank_vars), *n = first_set(mpic_size_vars);
+  snprintf(buf, len, "rank %s/%s", r ? r : "?", n ? n : "?");
+  return buf;
+}
+
+static const struct mpic_launcher *started_by(int *started) {
+  for (size_t i = 0; i < sizeof mpic_launchers / sizeof *mpic_launchers; i++) {
+    const char *v = getenv(mpic_launchers[i].size_var);
+    *started = v ? atoi(v) : 0;
+    if (*started > 1) return &mpic_launchers[i];
+  }
+  return NULL;
+}
+
+/* Not mpic_end_job: MPI is not (or only as a singleton) initialized, and
+ * every rank says it for itself. */
+static __attribute__((noreturn)) void mismatch(const struct mpic_launcher *l, int started, const char *what) {
+  const char *r = getenv(l->rank_var);
+  fprintf(stderr,
+          "mpi-collectives: error: process %s of %d was started by %s (%s=%d), but the MPI library %s "
+          "(%s ABI) %s: the launcher and the library come from different MPI installations. "
+          "Fix: launch with the mpiexec that belongs to %s, or set MPI_COLLECTIVES_LIBMPI to the "
+          "libmpi of the MPI whose launcher you use.\n",
+          r ? r : "?", started, l->name, l->size_var, started, mpic_loaded_path,
+          mpic_family ? mpic_family->name : "no", what, mpic_loaded_path);
+  fflush(stderr);
+  _exit(1);
+}
+
+/* MPICH aborts under Open MPI's launcher with an error stack about PMIx, and
+ * Open MPI under Hydra prints a missing help file. Slurm's srun can start
+ * either, so it is not judged here. */
+void mpic_check_launcher_before_init(void) {
+  int started = 0;
+  const struct mpic_launcher *l = started_by(&started);
+  if (!l) return;
+  int ompi_launcher = !strcmp(l->kind, "openmpi");
+  int hydra_launcher = !strcmp(l->kind, "pmi") && !getenv("OMPI_COMM_WORLD_SIZE") &&
+                       !getenv("SLURM_STEP_ID"); /* srun --mpi=pmi2 sets PMI_SIZE too */
+  if ((ompi_launcher && mpic_family_id != MPIC_FAMILY_OPENMPI && !getenv("PMI_SIZE")) ||
+      (hydra_launcher && mpic_family_id == MPIC_FAMILY_OPENMPI))
+    mismatch(l, started, "cannot join the processes it started");
+}
+
+void mpic_check_launcher(int world_size, int world_rank) {
+  int started = 0;
+  const struct mpic_launcher *l = started_by(&started);
+  if (!l) return;
+  if (world_size == 1) mismatch(l, started, "sees a world of 1");
+  if (world_size != started)
+    mpic_log(0, "rank %d: the launcher says %s=%d but MPI_COMM_WORLD has %d processes", world_rank,
+             l->size_var, started, world_size);
+}
