@@ -27,6 +27,7 @@ WRAPPER_API = """
     int mpic_end_job(const char *line);
     int mpic_we_initialized(void);
     int mpic_is_up(void);
+    int mpic_stop_on_sigterm(int rank, int size);
     int mpic_thread_policy_value(void);
     int mpic_trampoline_attached(void);
     int mpic_wait_state(long *waiting, unsigned long *begun);

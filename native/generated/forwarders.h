@@ -8,19 +8,27 @@ extern const char *const mpic_function_symbols[];
 extern const size_t mpic_function_count;
 
 /* The library's version of a function that a hand-written file exports. */
+int mpic_next_Allgather(const void*sendbuf, int sendcount, MPIABI_Datatype sendtype, void*recvbuf, int recvcount, MPIABI_Datatype recvtype, MPIABI_Comm comm);
+int mpic_next_Allreduce(const void*sendbuf, void*recvbuf, int count, MPIABI_Datatype datatype, MPIABI_Op op, MPIABI_Comm comm);
 int mpic_next_Comm_create_errhandler(MPIABI_Comm_errhandler_function*comm_errhandler_fn, MPIABI_Errhandler*errhandler);
 int mpic_next_Comm_create_keyval(MPIABI_Comm_copy_attr_function*comm_copy_attr_fn, MPIABI_Comm_delete_attr_function*comm_delete_attr_fn, int*comm_keyval, void*extra_state);
+int mpic_next_Comm_free(MPIABI_Comm*comm);
 int mpic_next_Comm_split(MPIABI_Comm comm, int color, int key, MPIABI_Comm*newcomm);
 int mpic_next_File_create_errhandler(MPIABI_File_errhandler_function*file_errhandler_fn, MPIABI_Errhandler*errhandler);
 int mpic_next_Finalize(void);
 int mpic_next_Grequest_start(MPIABI_Grequest_query_function*query_fn, MPIABI_Grequest_free_function*free_fn, MPIABI_Grequest_cancel_function*cancel_fn, void*extra_state, MPIABI_Request*request);
 int mpic_next_Init(int*argc, char***argv);
 int mpic_next_Init_thread(int*argc, char***argv, int required, int*provided);
+int mpic_next_Irecv(void*buf, int count, MPIABI_Datatype datatype, int source, int tag, MPIABI_Comm comm, MPIABI_Request*request);
 int mpic_next_Is_thread_main(int*flag);
 int mpic_next_Op_create(MPIABI_User_function*user_fn, int commute, MPIABI_Op*op);
 int mpic_next_Op_free(MPIABI_Op*op);
+int mpic_next_Reduce_scatter(const void*sendbuf, void*recvbuf, const int recvcounts[], MPIABI_Datatype datatype, MPIABI_Op op, MPIABI_Comm comm);
 int mpic_next_Register_datarep(const char*datarep, MPIABI_Datarep_conversion_function*read_conversion_fn, MPIABI_Datarep_conversion_function*write_conversion_fn, MPIABI_Datarep_extent_function*dtype_file_extent_fn, void*extra_state);
+int mpic_next_Sendrecv(const void*sendbuf, int sendcount, MPIABI_Datatype sendtype, int dest, int sendtag, void*recvbuf, int recvcount, MPIABI_Datatype recvtype, int source, int recvtag, MPIABI_Comm comm, MPIABI_Status*status);
 int mpic_next_Type_create_keyval(MPIABI_Type_copy_attr_function*type_copy_attr_fn, MPIABI_Type_delete_attr_function*type_delete_attr_fn, int*type_keyval, void*extra_state);
+int mpic_next_Wait(MPIABI_Request*request, MPIABI_Status*status);
+int mpic_next_Waitall(int count, MPIABI_Request array_of_requests[], MPIABI_Status*array_of_statuses);
 int mpic_next_Win_create_errhandler(MPIABI_Win_errhandler_function*win_errhandler_fn, MPIABI_Errhandler*errhandler);
 int mpic_next_Win_create_keyval(MPIABI_Win_copy_attr_function*win_copy_attr_fn, MPIABI_Win_delete_attr_function*win_delete_attr_fn, int*win_keyval, void*extra_state);
 

@@ -22,6 +22,7 @@
 #include "lifecycle.h"
 #include "loader.h"
 #include "peer_watch.h"
+#include "settings.h"
 
 static int ending = 0;
 
@@ -62,6 +63,10 @@ void mpic_fatal(const char *fmt, ...) {
 /* Also for Python (mpi_collectives.mpi.not_loaded_message). */
 MPIABI_EXPORT const char *mpic_not_loaded_message(void) {
   static char message[sizeof mpic_search_report + 512];
+  if (mpic_settings_error[0]) {
+    snprintf(message, sizeof message, "the MPI library was not loaded: %s.", mpic_settings_error);
+    return message;
+  }
   char tried[sizeof mpic_search_report];
   snprintf(tried, sizeof tried, "%s", mpic_search_report[0] ? mpic_search_report : "nothing tried");
   for (size_t n = strlen(tried); n > 0 && (tried[n - 1] == ' ' || tried[n - 1] == ';'); n--) tried[n - 1] = 0;

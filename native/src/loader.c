@@ -193,6 +193,10 @@ static void collect_prefixes(struct prefixes *prefixes) {
 }
 
 void mpic_load(void) {
+  if (mpic_settings_error[0]) {
+    report("%s", mpic_settings_error);
+    return;
+  }
   if (mpic_settings.libmpi) {
     /* An explicit choice is final: falling back to another MPI would hide the mistake. */
     if (!try_library(mpic_settings.libmpi, RTLD_NOW | RTLD_LOCAL))

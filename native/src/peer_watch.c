@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "end_job.h"
 #include "peer_watch.h"
+#include "stop_signals.h"
 
 #include "common.h"
 
@@ -44,12 +45,18 @@ static void *watch_loop(void *unused) {
     }
     if (watch.fds[0].revents) return NULL;
     for (int i = 0; i < watch.n; i++) {
-      if (watch.fds[i + 1].revents)
-        mpic_fatal("rank %d (pid %d on %s) ended while the job was still running: it was killed (SIGKILL, "
-                   "the out-of-memory killer), crashed or called os._exit, and did not finish its program. "
-                   "Ending the whole job (seen by rank %d/%d). Fix: see that rank's own output and the "
-                   "launcher's report (exit code, signal) for why it ended.",
-                   watch.ranks[i], watch.pids[i], watch.host, watch.rank, watch.size);
+      if (!watch.fds[i + 1].revents) continue;
+      /* A job being stopped (SIGTERM to every rank) loses its ranks one by
+       * one: a rank whose own stop signal is a moment behind must not blame
+       * the first to go. */
+      struct timespec moment = {0, 300 * 1000 * 1000};
+      nanosleep(&moment, NULL);
+      if (__atomic_load_n(&mpic_stopping, __ATOMIC_SEQ_CST) || watch.fds[0].revents) return NULL;
+      mpic_fatal("rank %d (pid %d on %s) ended while the job was still running, before finishing its "
+                 "program: killed (SIGKILL, the out-of-memory killer), crashed, called os._exit, or stopped "
+                 "by its MPI library's own error handler. Ending the whole job (seen by rank %d/%d). Fix: see "
+                 "that rank's own output and the launcher's report (exit code, signal) for why it ended.",
+                 watch.ranks[i], watch.pids[i], watch.host, watch.rank, watch.size);
     }
   }
 }
@@ -118,11 +125,24 @@ static int claim_report(void) {
 }
 
 /* Hold the claim while the launcher kills the rest of the node's ranks,
- * without holding the output pipe open (the launcher waits for it). */
+ * without holding the output pipe open (the launcher waits for it), and
+ * leave as soon as they are all gone (at most 3 s): nothing of the job may
+ * outlive it by more than a moment. */
+static struct pollfd *held_fds;
+static int held_n;
 __attribute__((noreturn)) static void hold_claim_and_exit(void) {
   close(2);
-  sleep(3);
-  _exit(0);
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    int alive = 0;
+    for (int i = 0; i < held_n; i++)
+      if (held_fds[i].fd >= 0 && !held_fds[i].revents) alive++;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long waited_ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+    if (!alive || waited_ms >= 3000) _exit(0);
+    if (poll(held_fds, (nfds_t)held_n, (int)(3000 - waited_ms)) < 0 && errno != EINTR) _exit(0);
+  }
 }
 
 /* The rank is done (finished its program, or ends the job itself with its
@@ -180,6 +200,8 @@ MPIABI_EXPORT int mpic_watch_self(const int *ranks, const int *pids, int n, int 
   }
   /* The watcher process: only async-signal-safe calls from here on. */
   setsid();
+  held_fds = fds;
+  held_n = total;
   fds[total].fd = self_pipe[0];
   fds[total].events = POLLIN;
   for (int fd = 0; fd < 65536; fd++) {

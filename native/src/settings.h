@@ -9,9 +9,12 @@ struct mpic_settings {
   int thread_level;   /* MPI_COLLECTIVES_THREAD_LEVEL: 0..3 (single..multiple), -1: what the caller asks */
   int any_thread;     /* MPI_COLLECTIVES_ANY_THREAD */
   int check_splits;   /* MPI_COLLECTIVES_CHECK_SPLITS */
+  int check_collectives; /* MPI_COLLECTIVES_CHECK_COLLECTIVES */
   const char *libmpi; /* MPI_COLLECTIVES_LIBMPI, or NULL */
 };
 extern struct mpic_settings mpic_settings;
+/* The first setting that was not understood, or "". */
+extern char mpic_settings_error[512];
 
 void mpic_read_settings(void);
 

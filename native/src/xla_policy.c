@@ -10,6 +10,7 @@
  * of a silently wrong communicator. */
 #include <stdio.h>
 #include <stdlib.h>
+#include "agreement.h"
 #include "common.h"
 #include "end_job.h"
 #include "family.h"
@@ -120,6 +121,7 @@ MPIABI_EXPORT int MPIABI_Comm_split(MPIABI_Comm comm, int color, int key, MPIABI
   int ret = mpic_next_Comm_split(comm, color, key, newcomm);
   if (check) __atomic_fetch_sub(&splits_running, 1, __ATOMIC_SEQ_CST);
   if (ret != 0 || !check || *newcomm == MPIABI_COMM_NULL) return ret;
+  mpic_agreement_track(*newcomm);
   int newrank = -1, newsize = 0;
   MPIABI_Comm_rank(*newcomm, &newrank);
   MPIABI_Comm_size(*newcomm, &newsize);

@@ -1,0 +1,68 @@
+"""A 2-rank job whose ranks disagree about a collective, in the way argv[1]
+names, through multi-process pmap (each process compiles its own program):
+
+    shape       psum of 4 elements on rank 0, 5 on rank 1
+    dtype       psum of float32 on rank 0, int32 on rank 1
+    op          psum on rank 0, pmax on rank 1
+    kind        psum on rank 0, all_gather on rank 1
+    gather      all_gather of 4 elements on rank 0, 5 on rank 1
+    scatter     psum_scatter of 4 elements on rank 0, 6 on rank 1
+    permute     ppermute of 4 elements on rank 0, 5 on rank 1
+    alltoall    all_to_all of 4 elements on rank 0, 6 on rank 1
+    agree       every rank the same: psum, then "AGREE rank R" (a control)
+
+Every value that reaches Python is printed as "RESULT rank R: ...": with the
+checks on, none may. argv[2] == "gloo" runs the same over JAX's default gloo,
+with jax.distributed from the launcher's variables and
+MPI_COLLECTIVES_TEST_PORT (no mpi_collectives at all).
+"""
+import os
+import sys
+
+mode = sys.argv[1]
+backend = sys.argv[2] if len(sys.argv) > 2 else "mpi"
+if backend == "gloo":
+    import jax
+    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))
+    size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", 1)))
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(f"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}", size, rank)
+else:
+    import mpi_collectives
+    rank = mpi_collectives.initialize().rank
+    import jax
+
+import numpy as np  # noqa: E402
+
+lax = jax.lax
+first = rank == 0
+
+
+def run(f, x):
+    out = jax.pmap(f, axis_name="i")(x[None])
+    print(f"RESULT rank {rank}: {np.asarray(out).ravel().tolist()}", flush=True)
+
+
+ones = np.arange(1, 6, dtype=np.float32)
+if mode == "shape":
+    run(lambda v: lax.psum(v, "i"), ones[:4] if first else ones[:5])
+elif mode == "dtype":
+    run(lambda v: lax.psum(v, "i"), ones[:4] if first else ones[:4].astype(np.int32))
+elif mode == "op":
+    run((lambda v: lax.psum(v, "i")) if first else (lambda v: lax.pmax(v, "i")), ones[:4])
+elif mode == "kind":
+    run((lambda v: lax.psum(v, "i")) if first else (lambda v: lax.all_gather(v, "i")), ones[:4])
+elif mode == "gather":
+    run(lambda v: lax.all_gather(v, "i"), ones[:4] if first else ones[:5])
+elif mode == "scatter":
+    run(lambda v: lax.psum_scatter(v, "i", tiled=True), np.ones(4 if first else 6, np.float32))
+elif mode == "permute":
+    run(lambda v: lax.ppermute(v, "i", [(0, 1), (1, 0)]), ones[:4] if first else ones[:5])
+elif mode == "alltoall":
+    run(lambda v: lax.all_to_all(v, "i", 0, 0, tiled=True), np.ones(4 if first else 6, np.float32))
+elif mode == "agree":
+    out = jax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")(ones[None, :4])
+    assert np.asarray(out).ravel().tolist() == [2.0, 4.0, 6.0, 8.0], out
+    print(f"AGREE rank {rank}", flush=True)
+else:
+    raise SystemExit(f"mismatch.py: unknown mode {mode}")
