@@ -29,14 +29,13 @@ def _make_cluster_env(clusters):
 
         @classmethod
         def get_coordinator_address(cls, timeout_secs, override_coordinator_port) -> str:
-            from . import mpi, settings
-            from .distributed import _meet
+            from . import meeting, mpi, settings
             overrides = {"timeout": timeout_secs} if timeout_secs else {}
             if override_coordinator_port:
                 overrides["port"] = int(override_coordinator_port)
             mpi.init()
             rank, size = mpi.rank_size()
-            return _meet(rank, size, settings.read(**overrides))
+            return meeting.meet(rank, size, settings.read(**overrides))
 
         @classmethod
         def get_process_count(cls) -> int:

@@ -87,8 +87,7 @@ def doctor() -> int:
     say(True, f"native layer: {libpath()}")
     family = mpi.family()
     if family == "none":
-        print("mpi-collectives doctor:\n  [PROBLEM] no MPI library could be loaded: " + mpi.load_report())
-        print("Fix: set MPI_COLLECTIVES_LIBMPI to your MPI's libmpi.so, or `pip install mpich`.")
+        print("mpi-collectives doctor:\n  [PROBLEM] " + mpi.not_loaded_message())
         return 1
     say(True, f"MPI library: {mpi.library()} ({family} ABI)")
     missing = _jaxlib_interface_missing()

@@ -24,8 +24,7 @@ def where() -> str:
     """`rank R/N` from MPI once it is initialized, from the launcher before."""
     try:
         from . import mpi
-        flag = mpi.native()[0].new("int *")
-        if mpi.family() != "none" and mpi.native()[1].MPIABI_Initialized(flag) == 0 and flag[0]:
+        if mpi.is_initialized():
             rank, size = mpi.rank_size()
             return f"rank {rank}/{size}"
     except Exception:  # logging must never be the thing that fails
