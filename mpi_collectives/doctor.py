@@ -13,6 +13,7 @@ import numpy as np
 
 from . import mpi
 from ._paths import libpath
+from .settings import THREAD_LEVELS
 
 # The dtypes XLA's MPI collectives use, and the reductions it asks for.
 XLA_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
@@ -98,7 +99,7 @@ def doctor() -> int:
             "this jaxlib asks for functions this build lacks; install the mpi-collectives made for it")
     level = mpi.thread_level_name(mpi.init())  # a launcher of another MPI ends the job here, with a message
     rank, size = mpi.rank_size()
-    say(level == "multiple", f"thread level: {level}",
+    say(level == THREAD_LEVELS[-1], f"thread level: {level}",
         "XLA calls MPI from several threads; unset MPI_COLLECTIVES_THREAD_LEVEL, or use an MPI built "
         "with MPI_THREAD_MULTIPLE support")
     say(True, f"ranks: {size}" + ("" if size > 1 else " (run under mpiexec -n 3 to check collectives across ranks)"))
