@@ -4,7 +4,8 @@
     export JAX_CPU_COLLECTIVES_IMPLEMENTATION=mpi
     mpiexec -n 4 python examples/hello_collectives.py
 
-(scripts/run_example.sh does exactly this with the bundled MPICH.)
+(scripts/run_example.sh does exactly this with the bundled MPICH, and sets
+HELLO_COORDINATOR_PORT, this example's own variable, to a free port.)
 """
 import os
 import socket
@@ -14,11 +15,12 @@ import numpy as np
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-# Rank and size from the launcher (MPICH/Intel MPI hydra, Open MPI, Slurm).
+# Rank and size from the launcher (MPICH/Intel MPI hydra, Open MPI, Slurm), as an
+# existing script reads them (mpi_collectives.launchers.launcher_rank_size() does the same).
 env = os.environ
 rank = int(env.get("PMI_RANK") or env.get("OMPI_COMM_WORLD_RANK") or env.get("SLURM_PROCID") or 0)
 size = int(env.get("PMI_SIZE") or env.get("OMPI_COMM_WORLD_SIZE") or env.get("SLURM_NTASKS") or 1)
-port = env.get("MPI_COLLECTIVES_COORDINATOR_PORT", "29500")
+port = env.get("HELLO_COORDINATOR_PORT", "29500")  # this example's own variable
 jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=size, process_id=rank)
 
 mesh = Mesh(np.array(jax.devices()), ("ranks",))
@@ -65,8 +67,7 @@ for name, (fn, expected) in checks.items():
         raise SystemExit(f"rank {rank}: {name} gave a wrong result")
 
 if rank == 0:
-    from mpi_collectives.__main__ import native_info
+    from mpi_collectives import libpath, mpi
 
-    info = native_info()
-    print(f"collectives ran over {info['library']} ({info['family']} ABI) through {info['wrapper']}")
+    print(f"collectives ran over {mpi.library()} ({mpi.family()} ABI) through {libpath()}")
 print(f"[rank {rank}/{size}] done", flush=True)

@@ -35,7 +35,8 @@ from . import cluster as _cluster  # noqa: E402
 
 _cluster.register()
 
-from .distributed import Info, InitializeError, initialize, prepare  # noqa: E402
+from .communicators import prepare  # noqa: E402
+from .jax_setup import Info, InitializeError, initialize  # noqa: E402
 from .host import (  # noqa: E402
     allreduce, assert_equal, barrier, broadcast_one_to_all, process_allgather, sync_global_devices)
 

@@ -18,26 +18,20 @@ from ._paths import libpath
 
 def native_info() -> dict:
     """What the native layer found when it was loaded in this process."""
-    from ._mpiabi import ffi, lib
+    from . import mpi
 
-    def s(p):
-        return ffi.string(p).decode(errors="replace")
-
-    levels = {-1: "as requested", 0: "single", 1: "funneled", 2: "serialized", 3: "multiple"}
-    missing = s(lib.mpic_missing_functions())
     info = {
         "wrapper": libpath(),
-        "family": s(lib.mpic_family_name()),
-        "library": s(lib.mpic_library_path()),
-        "why": s(lib.mpic_family_detail()),
-        "search": s(lib.mpic_load_report()),
-        "missing_functions": missing.split() if missing else [],
-        "thread_level_policy": levels.get(lib.mpic_thread_policy_value(), "?"),
+        "family": mpi.family(),
+        "library": mpi.library(),
+        "why": mpi.family_detail(),
+        "search": mpi.load_report(),
+        "missing_functions": mpi.missing_functions(),
+        "thread_level_policy": mpi.thread_policy(),
     }
-    if info["family"] != "none":
-        buf, n = ffi.new("char[]", 8192), ffi.new("int *")
-        if lib.MPIABI_Get_library_version(buf, n) == 0:
-            info["version"] = ffi.string(buf).decode(errors="replace").strip().splitlines()[0]
+    version = mpi.library_version()
+    if version is not None:
+        info["version"] = version
     return info
 
 
@@ -57,8 +51,8 @@ def cmd_info(args) -> int:
                 value = ", ".join(value) or "none"
             print(f"{key:20s} {value}")
     if info["family"] == "none":
-        print("mpi-collectives: no usable MPI library was found; set MPI_COLLECTIVES_LIBMPI "
-              "to your MPI's libmpi.so, or `pip install mpich`", file=sys.stderr)
+        from . import mpi
+        print("mpi-collectives: " + mpi.not_loaded_message(), file=sys.stderr)
         return 1
     return 0
 
@@ -72,7 +66,7 @@ def cmd_run(args) -> int:
     if "jax" in sys.modules:
         raise SystemExit("mpi-collectives: run: jax is already imported in this process")
     if args.initialize:
-        from .distributed import initialize
+        from .jax_setup import initialize
         initialize()
     sys.argv = [args.target] + args.args
     if args.module:

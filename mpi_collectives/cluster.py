@@ -11,10 +11,9 @@ jax.distributed.initialize(cluster_detection_method="mpi_collectives").
 """
 import importlib.abc
 import importlib.util
-import os
 import sys
 
-LAUNCHER_VARS = ("PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
+from . import launchers
 
 
 def _make_cluster_env(clusters):
@@ -25,18 +24,17 @@ def _make_cluster_env(clusters):
         @classmethod
         def is_env_present(cls) -> bool:
             from . import mpi
-            return any(os.environ.get(v) for v in LAUNCHER_VARS) and mpi.family() != "none"
+            return launchers.launcher() is not None and mpi.family() != "none"
 
         @classmethod
         def get_coordinator_address(cls, timeout_secs, override_coordinator_port) -> str:
-            from . import mpi, settings
-            from .distributed import _meet
+            from . import meeting, mpi, settings
             overrides = {"timeout": timeout_secs} if timeout_secs else {}
             if override_coordinator_port:
                 overrides["port"] = int(override_coordinator_port)
             mpi.init()
             rank, size = mpi.rank_size()
-            return _meet(rank, size, settings.read(**overrides))
+            return meeting.meet(rank, size, settings.read(**overrides))
 
         @classmethod
         def get_process_count(cls) -> int:

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import mpi
 from ._paths import libpath
+from .settings import THREAD_LEVELS
 
 # The dtypes XLA's MPI collectives use, and the reductions it asks for.
 XLA_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
@@ -87,8 +88,7 @@ def doctor() -> int:
     say(True, f"native layer: {libpath()}")
     family = mpi.family()
     if family == "none":
-        print("mpi-collectives doctor:\n  [PROBLEM] no MPI library could be loaded: " + mpi.load_report())
-        print("Fix: set MPI_COLLECTIVES_LIBMPI to your MPI's libmpi.so, or `pip install mpich`.")
+        print("mpi-collectives doctor:\n  [PROBLEM] " + mpi.not_loaded_message())
         return 1
     say(True, f"MPI library: {mpi.library()} ({family} ABI)")
     missing = _jaxlib_interface_missing()
@@ -99,7 +99,7 @@ def doctor() -> int:
             "this jaxlib asks for functions this build lacks; install the mpi-collectives made for it")
     level = mpi.thread_level_name(mpi.init())  # a launcher of another MPI ends the job here, with a message
     rank, size = mpi.rank_size()
-    say(level == "multiple", f"thread level: {level}",
+    say(level == THREAD_LEVELS[-1], f"thread level: {level}",
         "XLA calls MPI from several threads; unset MPI_COLLECTIVES_THREAD_LEVEL, or use an MPI built "
         "with MPI_THREAD_MULTIPLE support")
     say(True, f"ranks: {size}" + ("" if size > 1 else " (run under mpiexec -n 3 to check collectives across ranks)"))

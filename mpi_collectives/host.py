@@ -28,13 +28,9 @@ _WORLD = None  # (rank, size), once MPI is up: MPI_COMM_WORLD never changes
 def _ready():
     global _WORLD
     if _WORLD is None:
-        ffi, lib = mpi.native()
-        flag = ffi.new("int *")
-        lib.MPIABI_Initialized(flag)
-        if not flag[0]:
+        if not mpi.is_initialized():
             if mpi.family() == "none":
-                raise RuntimeError("mpi-collectives: no MPI library could be loaded (" + mpi.load_report().strip()
-                                   + "). Fix: set MPI_COLLECTIVES_LIBMPI, or `pip install mpich`.")
+                raise RuntimeError("mpi-collectives: " + mpi.not_loaded_message())
             mpi.init()
         _WORLD = mpi.rank_size()
     return _WORLD

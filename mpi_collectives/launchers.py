@@ -49,6 +49,15 @@ def where(environ=os.environ) -> str:
     return f"rank {_first(RANK_VARS, environ) or '?'}/{_first(SIZE_VARS, environ) or '?'}"
 
 
+def launcher(environ=os.environ):
+    """The launcher that started this process (the first of LAUNCHERS whose
+    rank or size variable is set), or None."""
+    for entry in LAUNCHERS:
+        if environ.get(entry.size_var) or environ.get(entry.rank_var):
+            return entry
+    return None
+
+
 def started_by(environ=os.environ):
     """(the launcher, how many processes it started) when it started more than
     one, else (None, 0)."""

@@ -1,9 +1,26 @@
-"""MPI from Python through the native layer (the same library jaxlib uses, so
-MPI is initialized once and shared), for initialize() and the host helpers.
+"""The one door from Python into the native layer, mpi_collectives._mpiabi
+(the same library jaxlib uses, so MPI is initialized once and shared): no
+other module of the package touches its ffi or lib.
 
-Only what those need: init, rank/size, barrier, bcast, allgather, allreduce.
+- what the native layer found when it was loaded: family(), library(),
+  family_detail(), load_report(), missing_functions(), library_version(),
+  we_initialized(), thread_policy(), trampoline_attached(),
+  not_loaded_message();
+- MPI itself, only what initialize() and the host helpers need: init(),
+  is_initialized(), rank_size(), barrier(), bcast(), allgather(),
+  allreduce(), isend()/irecv()/test(), handle();
+- the peers watcher (native/src/peer_watch.c): watch_peers(), watch_self(),
+  watch_stop(), watch_self_finished(), watch_self_quiet(), wait_state();
+- end_job(line): the native layer's one way to end the whole job.
+
+Loading the native layer loads MPI: each function above loads it on first
+use; loaded() says whether it is loaded, without loading it.
 """
+import os
+
 import numpy as np
+
+from .settings import REQUESTED, THREAD_LEVELS
 
 _DTYPES = {
     "int8": "INT8_T", "int16": "INT16_T", "int32": "INT32_T", "int64": "INT64_T",
@@ -22,7 +39,7 @@ class MPIError(RuntimeError):
 _NATIVE = None
 
 
-def native():
+def _native():
     """(ffi, lib) of the native layer; loading it loads MPI."""
     global _NATIVE
     if _NATIVE is None:
@@ -31,26 +48,85 @@ def native():
     return _NATIVE
 
 
-def _str(p) -> str:
-    return native()[0].string(p).decode(errors="replace")
+def loaded() -> bool:
+    """Is the native layer loaded in this process (by us, or by jaxlib)? Does not load it."""
+    import sys
+    return _NATIVE is not None or "mpi_collectives._mpiabi" in sys.modules
 
+
+def _str(p) -> str:
+    return _native()[0].string(p).decode(errors="replace")
+
+
+# ---- what the native layer found when it was loaded ----
 
 def family() -> str:
     """The ABI family of the loaded MPI library, or "none"."""
-    return _str(native()[1].mpic_family_name())
+    return _str(_native()[1].mpic_family_name())
 
 
 def library() -> str:
-    return _str(native()[1].mpic_library_path())
+    """The path of the MPI library the native layer loaded."""
+    return _str(_native()[1].mpic_library_path())
+
+
+def family_detail() -> str:
+    """Why the native layer took the library for its ABI family."""
+    return _str(_native()[1].mpic_family_detail())
 
 
 def load_report() -> str:
-    return _str(native()[1].mpic_load_report())
+    """Where the native layer looked for an MPI library, and what it found."""
+    return _str(_native()[1].mpic_load_report())
 
+
+def missing_functions() -> list:
+    """MPI functions that the loaded library lacks."""
+    return _str(_native()[1].mpic_missing_functions()).split()
+
+
+def not_loaded_message() -> str:
+    """The one sentence for a process without an MPI library: "no MPI library
+    could be loaded (...). Fix: ..." (callers put their own prefix in front)."""
+    return _str(_native()[1].mpic_not_loaded_message())
+
+
+def library_version() -> str:
+    """The first line of MPI_Get_library_version, or None without an MPI library."""
+    if family() == "none":
+        return None
+    ffi, lib = _native()
+    buf, n = ffi.new("char[]", 8192), ffi.new("int *")
+    if lib.MPIABI_Get_library_version(buf, n) != 0:
+        return None
+    lines = ffi.string(buf).decode(errors="replace").strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def we_initialized() -> bool:
+    """Did the native layer itself initialize MPI (so it finalizes it too)?"""
+    return bool(_native()[1].mpic_we_initialized())
+
+
+def thread_policy() -> str:
+    """The thread level the native layer asks of MPI (MPI_COLLECTIVES_THREAD_LEVEL):
+    one of settings.THREAD_LEVELS, or settings.REQUESTED for what the caller asked."""
+    value = _native()[1].mpic_thread_policy_value()
+    if value < 0:
+        return REQUESTED
+    return THREAD_LEVELS[value] if value < len(THREAD_LEVELS) else str(value)
+
+
+def trampoline_attached() -> bool:
+    """Has jaxlib's MPItrampoline loaded this same native layer as its MPI wrapper?"""
+    return bool(_native()[1].mpic_trampoline_attached())
+
+
+# ---- MPI ----
 
 def _check(ret: int, what: str) -> None:
     if ret != 0:
-        ffi, lib = native()
+        ffi, lib = _native()
         buf = ffi.new("char[]", 1024)
         n = ffi.new("int *")
         text = ffi.string(buf).decode() if lib.MPIABI_Error_string(ret, buf, n) == 0 else ""
@@ -64,13 +140,13 @@ def _finalize_at_exit() -> None:
     # The wrapper finalizes only what it initialized, and only once (JAX's own
     # atexit MPI_Finalize may have run first). A process that leaves MPI
     # unfinalized is reported by the launcher as a failure.
-    native()[1].MPIABI_Finalize()
+    _native()[1].MPIABI_Finalize()
 
 
 def init() -> int:
     """Initialize MPI (once; the wrapper's policy picks the thread level). Returns the level."""
     global _FINALIZE_REGISTERED
-    ffi, lib = native()
+    ffi, lib = _native()
     provided = ffi.new("int *")
     _check(lib.MPIABI_Init_thread(ffi.NULL, ffi.NULL, lib.MPIABI_THREAD_FUNNELED, provided), "MPI_Init_thread")
     if not _FINALIZE_REGISTERED:
@@ -81,14 +157,26 @@ def init() -> int:
 
 
 def thread_level_name(level: int) -> str:
-    lib = native()[1]
-    names = {lib.MPIABI_THREAD_SINGLE: "single", lib.MPIABI_THREAD_FUNNELED: "funneled",
-             lib.MPIABI_THREAD_SERIALIZED: "serialized", lib.MPIABI_THREAD_MULTIPLE: "multiple"}
-    return names.get(level, str(level))
+    """The name (one of settings.THREAD_LEVELS) of a level init() returned."""
+    lib = _native()[1]
+    levels = (lib.MPIABI_THREAD_SINGLE, lib.MPIABI_THREAD_FUNNELED, lib.MPIABI_THREAD_SERIALIZED,
+              lib.MPIABI_THREAD_MULTIPLE)
+    return dict(zip(levels, THREAD_LEVELS)).get(level, str(level))
+
+
+def is_initialized() -> bool:
+    """Is MPI initialized and not yet finalized? (False without an MPI library.)"""
+    if family() == "none":
+        return False  # any MPI call would end the process with not_loaded_message()
+    ffi, lib = _native()
+    initialized, finalized = ffi.new("int *"), ffi.new("int *")
+    if lib.MPIABI_Initialized(initialized) != 0 or not initialized[0]:
+        return False
+    return lib.MPIABI_Finalized(finalized) == 0 and not finalized[0]
 
 
 def rank_size():
-    ffi, lib = native()
+    ffi, lib = _native()
     r, s = ffi.new("int *"), ffi.new("int *")
     _check(lib.MPIABI_Comm_rank(lib.MPIABI_COMM_WORLD, r), "MPI_Comm_rank")
     _check(lib.MPIABI_Comm_size(lib.MPIABI_COMM_WORLD, s), "MPI_Comm_size")
@@ -96,18 +184,18 @@ def rank_size():
 
 
 def barrier() -> None:
-    lib = native()[1]
+    lib = _native()[1]
     _check(lib.MPIABI_Barrier(lib.MPIABI_COMM_WORLD), "MPI_Barrier")
 
 
 def _buffer(array: np.ndarray):
-    ffi = native()[0]
+    ffi = _native()[0]
     return ffi.from_buffer(array, require_writable=False)
 
 
 def bcast(array: np.ndarray, root: int) -> np.ndarray:
     """Broadcast a contiguous array in place from root (same shape on every rank)."""
-    lib = native()[1]
+    lib = _native()[1]
     array = np.ascontiguousarray(array)
     _check(lib.MPIABI_Bcast(_buffer(array), array.nbytes, lib.MPIABI_BYTE, root, lib.MPIABI_COMM_WORLD),
            "MPI_Bcast")
@@ -116,7 +204,7 @@ def bcast(array: np.ndarray, root: int) -> np.ndarray:
 
 def allgather(array: np.ndarray, size: int = None) -> np.ndarray:
     """Every rank's array (same shape everywhere), stacked along a new axis 0."""
-    lib = native()[1]
+    lib = _native()[1]
     size = size or rank_size()[1]
     array = np.ascontiguousarray(array)
     out = np.empty((size,) + array.shape, array.dtype)
@@ -126,7 +214,7 @@ def allgather(array: np.ndarray, size: int = None) -> np.ndarray:
 
 
 def allreduce(array: np.ndarray, op: str = "sum") -> np.ndarray:
-    lib = native()[1]
+    lib = _native()[1]
     array = np.asarray(array, order="C")  # (keeps 0-d shapes, unlike ascontiguousarray)
     kind = _DTYPES.get(array.dtype.name)
     if kind is None:
@@ -140,14 +228,9 @@ def allreduce(array: np.ndarray, op: str = "sum") -> np.ndarray:
     return out
 
 
-def abort(code: int = 1) -> None:
-    lib = native()[1]
-    lib.MPIABI_Abort(lib.MPIABI_COMM_WORLD, code)
-
-
 def isend(array: np.ndarray, dest: int, tag: int):
     """Start sending a contiguous array; keep the returned (request, array) until done."""
-    ffi, lib = native()
+    ffi, lib = _native()
     array = np.ascontiguousarray(array)
     req = ffi.new("uintptr_t *")
     _check(lib.MPIABI_Isend(_buffer(array), array.nbytes, lib.MPIABI_BYTE, dest, tag, lib.MPIABI_COMM_WORLD, req),
@@ -156,7 +239,7 @@ def isend(array: np.ndarray, dest: int, tag: int):
 
 
 def irecv(array: np.ndarray, source: int, tag: int):
-    ffi, lib = native()
+    ffi, lib = _native()
     req = ffi.new("uintptr_t *")
     _check(lib.MPIABI_Irecv(ffi.from_buffer(array), array.nbytes, lib.MPIABI_BYTE, source, tag,
                             lib.MPIABI_COMM_WORLD, req), "MPI_Irecv")
@@ -164,7 +247,70 @@ def irecv(array: np.ndarray, source: int, tag: int):
 
 
 def test(request) -> bool:
-    ffi, lib = native()
+    ffi, lib = _native()
     flag = ffi.new("int *")
     _check(lib.MPIABI_Test(request, flag, lib.MPIABI_STATUS_IGNORE), "MPI_Test")
     return bool(flag[0])
+
+
+def handle(name: str) -> int:
+    """The MPIABI handle of a datatype, reduction or communicator: handle("FLOAT")
+    is MPIABI_FLOAT (for code that calls MPIABI functions from C: the benchmark's loop)."""
+    return getattr(_native()[1], "MPIABI_" + name)
+
+
+# ---- the peers watcher (native/src/peer_watch.c; mpi_collectives.peers drives it) ----
+
+def _ranks_pids(local: dict):
+    ffi = _native()[0]
+    ranks = list(local)
+    return ffi.new("int[]", ranks), ffi.new("int[]", [local[r] for r in ranks]), len(ranks)
+
+
+def watch_peers(local: dict, rank: int, size: int, host: str) -> None:
+    """Start the thread that ends the job when a process of `local` ({rank: pid}
+    of the other ranks on this node) ends while this rank still runs."""
+    ranks, pids, n = _ranks_pids(local)
+    _native()[1].mpic_watch_peers(ranks, pids, n, rank, size, host.encode())
+
+
+def watch_self(local: dict, rank: int, size: int, host: str, job_key: str) -> None:
+    """Start this rank's watcher process, which names this rank if it ends
+    before finishing (`job_key`: a name of this job's own, shared by its ranks)."""
+    ranks, pids, n = _ranks_pids(local)
+    _native()[1].mpic_watch_self(ranks, pids, n, rank, size, host.encode(), job_key.encode())
+
+
+def watch_stop() -> None:
+    """Stop the thread of watch_peers (this rank is done: its peers may end now)."""
+    _native()[1].mpic_watch_stop()
+
+
+def watch_self_finished() -> None:
+    """Tell this rank's watcher process that the rank finished its program."""
+    _native()[1].mpic_watch_self_finished()
+
+
+def watch_self_quiet() -> None:
+    """Tell this rank's watcher process to say nothing: the rank reports its own end."""
+    _native()[1].mpic_watch_self_quiet()
+
+
+def wait_state() -> tuple:
+    """(how many MPI calls that wait for other ranks are under way, how many
+    have begun so far): a call that keeps waiting shows as the same count."""
+    ffi, lib = _native()
+    waiting, begun = ffi.new("long *"), ffi.new("unsigned long *")
+    lib.mpic_wait_state(waiting, begun)
+    return waiting[0], begun[0]
+
+
+# ---- ending the job ----
+
+def end_job(line: str):
+    """Print `line` on stderr, quiet this rank's watcher process, give the
+    launcher a second to forward the line, then MPI_Abort (when MPI is up) or
+    _exit(1): the whole job ends. Never returns. (Python callers use
+    mpi_collectives.ending.end_job, which writes the line.)"""
+    _native()[1].mpic_end_job(line.encode(errors="replace"))
+    os._exit(1)  # (not reached: mpic_end_job does not return)

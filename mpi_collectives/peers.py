@@ -25,13 +25,13 @@ heartbeat.
 import hashlib
 import os
 import socket
-import sys
 import threading
 import time
 
 import numpy as np
 
 from . import mpi
+from .ending import end_job
 
 _KEY = "mpi_collectives/finished/"
 _WATCHER = None
@@ -66,12 +66,8 @@ class Watcher:
         self.thread = threading.Thread(target=self._run, name="mpi-collectives peers", daemon=True)
 
     def start(self):
-        ffi, lib = mpi.native()
-        ranks = list(self.local)
-        c_ranks, c_pids = ffi.new("int[]", ranks), ffi.new("int[]", [self.local[r] for r in ranks])
-        lib.mpic_watch_peers(c_ranks, c_pids, len(ranks), self.rank, self.size, self.host.encode())
-        lib.mpic_watch_self(c_ranks, c_pids, len(ranks), self.rank, self.size, self.host.encode(),
-                            self.job_key.encode())
+        mpi.watch_peers(self.local, self.rank, self.size, self.host)
+        mpi.watch_self(self.local, self.rank, self.size, self.host, self.job_key)
         self.thread.start()
         # Before atexit: JAX's atexit MPI_Finalize, on a rank that finished early, can block until
         # the others finalize too, which would keep the "finished" mark from being written.
@@ -84,9 +80,8 @@ class Watcher:
 
     def finish(self):
         """This rank's program is done: say so, and stop watching (its peers may now end)."""
-        lib = mpi.native()[1]
-        lib.mpic_watch_stop()
-        lib.mpic_watch_self_finished()
+        mpi.watch_stop()
+        mpi.watch_self_finished()
         self.stop.set()
         self.thread.join(timeout=5)
         client = _client()
@@ -97,14 +92,12 @@ class Watcher:
                 pass
 
     def _run(self):
-        ffi, lib = mpi.native()
-        waiting, begun = ffi.new("long *"), ffi.new("unsigned long *")
         wait_since, last_begun, last_look = None, None, 0.0
         while not self.stop.wait(0.5):
-            lib.mpic_wait_state(waiting, begun)
+            waiting, begun = mpi.wait_state()
             now = time.monotonic()
-            if waiting[0] <= 0 or begun[0] != last_begun:
-                wait_since, last_begun = (now if waiting[0] > 0 else None), begun[0]
+            if waiting <= 0 or begun != last_begun:
+                wait_since, last_begun = (now if waiting > 0 else None), begun
                 continue
             waited = now - wait_since
             if self.exit_timeout > 0 and waited >= self.exit_timeout and now - last_look >= self.exit_timeout / 2:
@@ -116,13 +109,8 @@ class Watcher:
                                 f"{waited:.0f} s in MPI for a collective they will never join")
 
     def _fatal(self, what: str):
-        quiet()
-        print(f"mpi-collectives: error: {what}; ending the whole job (seen by rank {self.rank}/{self.size}). "
-              "Fix: every rank must run every collective; see the failed rank's own output above for why it "
-              "stopped.", file=sys.stderr, flush=True)
-        time.sleep(1)  # let the launcher forward the line before the job is torn down
-        mpi.abort(1)
-        os._exit(1)
+        end_job(f"{what}; ending the whole job (seen by rank {self.rank}/{self.size}). Fix: every rank must "
+                "run every collective; see the failed rank's own output above for why it stopped.")
 
 
 def _client():
@@ -142,13 +130,6 @@ def _finished_ranks():
     except Exception:  # the coordinator's process is gone: its own failure is reported elsewhere
         return []
     return sorted(int(key.rsplit("/", 1)[1]) for key, _ in entries)
-
-
-def quiet() -> None:
-    """This rank is about to end the job with its own message: its watcher
-    process must not add a second one, nor let the ranks killed next be named."""
-    if _WATCHER is not None:
-        mpi.native()[1].mpic_watch_self_quiet()
 
 
 def watch(rank: int, size: int, exit_timeout: float, job: str) -> None:

@@ -189,7 +189,7 @@ def test_other_ranks_wait_for_the_coordinator_to_listen():
     import threading
     import time
 
-    from mpi_collectives.distributed import _wait_for_coordinator
+    from mpi_collectives.coordinator import wait_until_listening
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -204,11 +204,11 @@ def test_other_ranks_wait_for_the_coordinator_to_listen():
 
     threading.Thread(target=listen_later).start()
     start = time.monotonic()
-    _wait_for_coordinator(f"127.0.0.1:{port}", 30)
+    wait_until_listening(f"127.0.0.1:{port}", 30)
     waited = time.monotonic() - start
     server.close()
     assert 0.25 <= waited < 5, waited
 
     start = time.monotonic()
-    _wait_for_coordinator(f"127.0.0.1:{port}", 0.5)  # nothing listens now
+    wait_until_listening(f"127.0.0.1:{port}", 0.5)  # nothing listens now
     assert 0.5 <= time.monotonic() - start < 5

@@ -70,6 +70,6 @@ RUN_BLOCKS = [(line, code) for line, kind, _, code in blocks() if kind == "run"]
 def test_run_block(line, code):
     env = {"PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
            "MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None,
-           "MPI_COLLECTIVES_COORDINATOR_PORT": str(free_port())}  # hello_collectives.py's port
+           "HELLO_COORDINATOR_PORT": str(free_port())}  # hello_collectives.py's own variable
     proc = run(["bash", "-euo", "pipefail", "-c", code], env=env, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, f"README.md line {line}:\n{code}\n" + explain(proc)

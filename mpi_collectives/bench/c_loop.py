@@ -97,11 +97,11 @@ def _address(lib, symbol):
 
 
 def through_wrapper() -> Target:
-    ffi, lib = mpi.native()
     wrapper = ctypes.CDLL(ffi_path(), mode=os.RTLD_NOW | os.RTLD_LOCAL | 0x4)  # RTLD_NOLOAD: already loaded
     names = [f"MPIABI_{f}" for f in FUNCTIONS] + ["MPIABI_Wtime", "MPIABI_Barrier"]
-    return Target("C via wrapper", [_address(wrapper, n) for n in names], lib.MPIABI_FLOAT, lib.MPIABI_SUM,
-                  lib.MPIABI_COMM_WORLD, ctypes.c_void_p.in_dll(wrapper, "MPIABI_STATUS_IGNORE").value or 0,  # NULL reads as None
+    return Target("C via wrapper", [_address(wrapper, n) for n in names], mpi.handle("FLOAT"), mpi.handle("SUM"),
+                  mpi.handle("COMM_WORLD"),
+                  ctypes.c_void_p.in_dll(wrapper, "MPIABI_STATUS_IGNORE").value or 0,  # NULL reads as None
                   False)
 
 

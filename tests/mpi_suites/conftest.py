@@ -24,7 +24,8 @@ def pytest_sessionfinish(session, exitstatus):
     folder = os.environ.get("MPI_COLLECTIVES_SUITE_REPORTS")
     if not folder:
         return
-    rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or "0"
+    from mpi_collectives.launchers import launcher_rank_size
+    rank = launcher_rank_size()[0]
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     counts = {kind: len(reporter.stats.get(kind, [])) for kind in ("passed", "failed", "error", "skipped")}
     with open(os.path.join(folder, f"rank-{rank}.json"), "w") as f:

@@ -6,14 +6,15 @@ import os
 
 import numpy as np
 
+from launcher_env import launcher_rank_size
+
 
 def first_psum(n: int = 8) -> int:
     """jax.distributed from the launcher's rank/size, then one exact psum; returns the rank."""
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))
-    size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", 1)))
+    rank, size = launcher_rank_size()
     jax.distributed.initialize(f"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}", size, rank)
     mesh = Mesh(np.array(jax.devices()), ("x",))
     f = jax.jit(jax.shard_map(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))

@@ -7,20 +7,22 @@ import os
 import sys
 
 case = sys.argv[1]
-rank_env = int(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or 0)
 
 if case == "jax-too-early":
     import jax  # noqa: F401  (before mpi_collectives, with MPITRAMPOLINE_LIB unset)
 
 import mpi_collectives  # noqa: E402
+from mpi_collectives.launchers import launcher_rank_size  # noqa: E402
+
+rank_env = launcher_rank_size()[0]
 
 if case == "backend-exists":
     import jax
     jax.numpy.zeros(1).block_until_ready()  # JAX's backend is made here, without MPI
 
 if case == "versions-differ" and rank_env == 1:
-    from mpi_collectives import distributed
-    distributed._version = lambda package: "0.0.0-other"
+    from mpi_collectives import versions
+    versions.installed = lambda package: "0.0.0-other"
 
 if case in ("missing-rank-mpi4py", "mpi4py-before"):
     from mpi4py import MPI  # noqa: F401  (MPI is up on every rank; only initialize() is missing)

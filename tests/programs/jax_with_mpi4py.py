@@ -1,5 +1,4 @@
 """mpi4py and JAX's MPI collectives in one process, mpi4py imported ORDER (before|after) JAX's first collective."""
-import os
 import sys
 
 order = sys.argv[1]
@@ -7,9 +6,10 @@ if order == "before":
     from mpi4py import MPI  # initializes MPI itself (MPI_THREAD_MULTIPLE)
 
 from first_psum import first_psum  # noqa: E402
+from launcher_env import launcher_rank_size  # noqa: E402
 
 rank = first_psum(4096)
-size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", 1)))
+size = launcher_rank_size()[1]
 
 if order == "after":
     from mpi4py import MPI  # MPI is already initialized, by the wrapper

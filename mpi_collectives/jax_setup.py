@@ -1,0 +1,156 @@
+"""initialize(): jax.distributed from MPI, so JAX's collectives run over MPI.
+
+    import mpi_collectives
+    mpi_collectives.initialize()
+    import jax
+
+Every rank: load MPI through the native layer (the library jaxlib's
+MPItrampoline uses too), initialize it, take rank and size from MPI, meet the
+other ranks (meeting.py: rank 0 checks that all run the same versions and
+picks the coordinator, its own address and a port it has just bound), then
+call jax.distributed.initialize with what rank 0 sent.
+"""
+import dataclasses
+import os
+import sys
+import threading
+
+from . import coordinator, exit_hooks, meeting, mpi, peers, settings as _settings
+from ._paths import libpath
+from .ending import end_job
+from .errors import InitializeError
+from .log import log
+
+__all__ = ["initialize", "Info", "InitializeError"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Info:
+    """What initialize() set up in this process."""
+    rank: int
+    size: int
+    library: str
+    family: str
+    thread_level: str
+    coordinator: str
+    wrapper: str
+
+
+_INFO = None
+
+
+def _jax_loaded() -> bool:
+    return "jaxlib._jax" in sys.modules or "jax" in sys.modules
+
+
+def _backend_exists() -> bool:
+    if "jax" not in sys.modules:
+        return False
+    try:
+        from jax._src import xla_bridge
+        return bool(xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):
+        return False
+
+
+def _check_jax_can_use_us() -> None:
+    """jaxlib reads MPITRAMPOLINE_LIB once, when `import jax` loads it."""
+    ours = libpath()
+    if not _jax_loaded():
+        os.environ["MPITRAMPOLINE_LIB"] = ours
+        return
+    if mpi.trampoline_attached():
+        return
+    current = os.environ.get("MPITRAMPOLINE_LIB")
+    if current and os.path.realpath(current) != os.path.realpath(ours):
+        raise InitializeError(
+            f"mpi-collectives: jax was loaded with MPITRAMPOLINE_LIB={current}, another MPI wrapper than "
+            f"ours ({ours}). Fix: unset it or set it to `python -m mpi_collectives libpath`, and import "
+            "mpi_collectives before jax.")
+    raise InitializeError(
+        "mpi-collectives: jax was imported before MPITRAMPOLINE_LIB was set, so JAX cannot use MPI in "
+        "this process. Fix: `import mpi_collectives` before `import jax` (anywhere, even in another "
+        "module), or run the script with `python -m mpi_collectives run script.py`, or "
+        "`export MPITRAMPOLINE_LIB=$(python -m mpi_collectives libpath)` before starting Python.")
+
+
+def _check_native_settings(settings) -> None:
+    """Settings the native layer reads when loaded cannot change afterwards."""
+    loaded = mpi.loaded() or _jax_loaded()
+    for name, row in _settings.TABLE.items():
+        wanted = getattr(settings, name)
+        if not row.native or wanted in (None, "") or str(wanted) == os.environ.get(row.var, str(wanted)):
+            continue
+        if loaded:
+            raise InitializeError(
+                f"mpi-collectives: initialize({name}={wanted!r}) comes after the native layer was loaded "
+                f"with {row.var}={os.environ.get(row.var)!r}. Fix: set {row.var} in the environment before "
+                "starting Python, or call initialize() before importing jax.")
+    _settings.export_native(settings)
+
+
+def _init_mpi_or_end_job(settings) -> int:
+    """MPI_Init waits for every process of the job (the launcher's PMI fence),
+    so a process that never gets here makes it hang: a watchdog ends the job
+    after settings.timeout seconds, saying so. Returns the thread level."""
+    watchdog = threading.Timer(float(settings.timeout), end_job, [
+        f"MPI_Init did not complete within {settings.timeout} s: some process of this job never "
+        "initialized MPI (it never called initialize(), or died before). Fix: call "
+        "mpi_collectives.initialize() on every rank, or raise MPI_COLLECTIVES_INIT_TIMEOUT if startup is "
+        "just slow."])
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        return mpi.init()
+    finally:
+        watchdog.cancel()
+
+
+def initialize(**kwargs) -> Info:
+    """Make JAX's CPU collectives run over MPI in this process; call it on every rank.
+
+    Keyword arguments override the environment variables of
+    mpi_collectives.settings.TABLE. A second call returns the first one's Info.
+    """
+    global _INFO
+    if _INFO is not None:
+        return _INFO
+    settings = _settings.read(**kwargs)
+    if _backend_exists():
+        raise InitializeError(
+            "mpi-collectives: initialize() was called after JAX created its backend, so JAX's collectives "
+            "are already set up without MPI. Fix: call mpi_collectives.initialize() before the first JAX "
+            "computation (right after the imports).")
+    _check_native_settings(settings)
+    _check_jax_can_use_us()
+    os.environ.setdefault("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "mpi")
+
+    family = mpi.family()
+    if family == "none":
+        raise InitializeError("mpi-collectives: " + mpi.not_loaded_message())
+    level = mpi.thread_level_name(_init_mpi_or_end_job(settings))
+    rank, size = mpi.rank_size()
+    log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")
+    address = meeting.meet(rank, size, settings)
+    log(f"coordinator {address}")
+
+    import jax
+    jax.config.update("jax_cpu_collectives_implementation", "mpi")
+    if rank != 0:
+        coordinator.wait_until_listening(address, float(settings.timeout))
+    try:
+        jax.distributed.initialize(coordinator_address=address, num_processes=size, process_id=rank,
+                                   initialization_timeout=int(settings.timeout))
+    except Exception as e:  # JAX's own errors are long; lead with the cause and the fix
+        raise InitializeError(
+            f"mpi-collectives: rank {rank}/{size} could not join jax.distributed through the coordinator "
+            f"{address}: {str(e).splitlines()[0] if str(e) else type(e).__name__}. Fix: if the ranks "
+            "are on several nodes, set MPI_COLLECTIVES_INTERFACE to a network interface they share "
+            "(or MPI_COLLECTIVES_COORDINATOR=host:port).") from e
+    _INFO = Info(rank=rank, size=size, library=mpi.library(), family=family, thread_level=level,
+                 coordinator=address, wrapper=libpath())
+    if settings.abort_on_exception:
+        exit_hooks.abort_on_uncaught_exceptions(rank, size)
+    if settings.watch_peers:
+        peers.watch(rank, size, float(settings.exit_timeout), address)
+    return _INFO
