@@ -131,7 +131,13 @@ def initialize(**kwargs) -> Info:
     level = mpi.thread_level_name(_init_mpi_or_end_job(settings))
     rank, size = mpi.rank_size()
     log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")
-    address = meeting.meet(rank, size, settings)
+    try:
+        address = meeting.meet(rank, size, settings)
+    except InitializeError:
+        raise  # rank 0's answer: every rank raises the same error
+    except Exception as e:  # this rank alone: the others must not wait for it
+        end_job(f"rank {rank}/{size}: initialize() failed while meeting the other ranks: "
+                f"{type(e).__name__}: {e}. Fix: see the error; every rank of the job has been stopped.")
     log(f"coordinator {address}")
 
     import jax
@@ -142,11 +148,16 @@ def initialize(**kwargs) -> Info:
         jax.distributed.initialize(coordinator_address=address, num_processes=size, process_id=rank,
                                    initialization_timeout=int(settings.timeout))
     except Exception as e:  # JAX's own errors are long; lead with the cause and the fix
-        raise InitializeError(
-            f"mpi-collectives: rank {rank}/{size} could not join jax.distributed through the coordinator "
-            f"{address}: {str(e).splitlines()[0] if str(e) else type(e).__name__}. Fix: if the ranks "
-            "are on several nodes, set MPI_COLLECTIVES_INTERFACE to a network interface they share "
-            "(or MPI_COLLECTIVES_COORDINATOR=host:port).") from e
+        message = (f"rank {rank}/{size} could not join jax.distributed through the coordinator "
+                   f"{address}: {str(e).splitlines()[0] if str(e) else type(e).__name__}. Fix: if the ranks "
+                   "are on several nodes, set MPI_COLLECTIVES_INTERFACE to a network interface they share "
+                   "(or MPI_COLLECTIVES_COORDINATOR=host:port).")
+        if size > 1:  # the ranks that did join would wait for this one
+            end_job(message)
+        raise InitializeError("mpi-collectives: " + message) from e
+    # JAX's distributed runtime catches SIGTERM and computes on; a job asked
+    # to stop (launcher, scancel, timeout) must stop.
+    mpi.stop_on_sigterm(rank, size)
     _INFO = Info(rank=rank, size=size, library=mpi.library(), family=family, thread_level=level,
                  coordinator=address, wrapper=libpath())
     if settings.abort_on_exception:

@@ -92,6 +92,10 @@ def meet(rank: int, size: int, settings) -> str:
             reply = "OK|" + coordinator.choose([h.split("|")[0] for h in everyone], settings)
         except InitializeError as e:
             reply = "ERR|" + str(e)
+        except Exception as e:  # unforeseen: every rank must hear of it, not wait for an answer
+            reply = (f"ERR|mpi-collectives: rank 0 could not choose jax.distributed's coordinator: "
+                     f"{type(e).__name__}: {e}. Fix: set MPI_COLLECTIVES_COORDINATOR=host:port, or "
+                     "MPI_COLLECTIVES_INTERFACE to a network interface every rank reaches.")
     else:
         reply = "ERR|" + problem
     sends = [mpi.isend(record(reply), r, TAG_ANSWER) for r in range(1, size)]

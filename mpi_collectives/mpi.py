@@ -307,6 +307,12 @@ def wait_state() -> tuple:
 
 # ---- ending the job ----
 
+def stop_on_sigterm(rank: int, size: int) -> None:
+    """From now on SIGTERM ends this rank at once with one line (the native
+    layer's handler replaces JAX's, which only notes the signal)."""
+    _native()[1].mpic_stop_on_sigterm(rank, size)
+
+
 def end_job(line: str):
     """Print `line` on stderr, quiet this rank's watcher process, give the
     launcher a second to forward the line, then MPI_Abort (when MPI is up) or

@@ -25,6 +25,7 @@ heartbeat.
 import hashlib
 import os
 import socket
+import sys
 import threading
 import time
 
@@ -93,24 +94,48 @@ class Watcher:
 
     def _run(self):
         wait_since, last_begun, last_look = None, None, 0.0
+        startup_since = None
         while not self.stop.wait(0.5):
-            waiting, begun = mpi.wait_state()
             now = time.monotonic()
+            # Where this rank can wait for others without being in MPI: JAX's
+            # start-up exchange, when its backend is made (a rank that finished
+            # before its first collective never joins it).
+            startup_since = (startup_since or now) if _main_thread_making_backend() else None
+            if startup_since is not None and self._late(now - startup_since, now, last_look):
+                last_look = now
+                self._name_finished(f"{now - startup_since:.0f} s in JAX's start-up exchange (making its backend)")
+            waiting, begun = mpi.wait_state()
             if waiting <= 0 or begun != last_begun:
                 wait_since, last_begun = (now if waiting > 0 else None), begun
                 continue
-            waited = now - wait_since
-            if self.exit_timeout > 0 and waited >= self.exit_timeout and now - last_look >= self.exit_timeout / 2:
+            if self._late(now - wait_since, now, last_look):
                 last_look = now
-                finished = _finished_ranks()
-                if finished:
-                    names = ", ".join(str(r) for r in finished[:16]) + (" ..." if len(finished) > 16 else "")
-                    self._fatal(f"rank(s) {names} finished the program while rank {self.rank} has waited "
-                                f"{waited:.0f} s in MPI for a collective they will never join")
+                self._name_finished(f"{now - wait_since:.0f} s in MPI for a collective")
+
+    def _late(self, waited: float, now: float, last_look: float) -> bool:
+        """Waited long enough to ask who has finished (and not asked just now)?"""
+        return self.exit_timeout > 0 and waited >= self.exit_timeout and now - last_look >= self.exit_timeout / 2
+
+    def _name_finished(self, waiting_where: str):
+        finished = _finished_ranks()
+        if finished:
+            names = ", ".join(str(r) for r in finished[:16]) + (" ..." if len(finished) > 16 else "")
+            self._fatal(f"rank(s) {names} finished the program while rank {self.rank} has waited "
+                        f"{waiting_where}, which they will never join")
 
     def _fatal(self, what: str):
         end_job(f"{what}; ending the whole job (seen by rank {self.rank}/{self.size}). Fix: every rank must "
                 "run every collective; see the failed rank's own output above for why it stopped.")
+
+
+def _main_thread_making_backend() -> bool:
+    """Is the main thread inside JAX's backend creation (jax/_src/xla_bridge.py)?"""
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    while frame is not None:
+        if frame.f_code.co_filename.replace("\\", "/").endswith("jax/_src/xla_bridge.py"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _client():

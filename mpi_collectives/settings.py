@@ -14,43 +14,62 @@ import os
 THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
 REQUESTED = "requested"
 
-Setting = collections.namedtuple("Setting", "var default native meaning")
+Setting = collections.namedtuple("Setting", "var default native meaning allowed")
 
-# name -> (environment variable, default, read by the native layer, meaning);
+# What a value may be: ANY text, one of a tuple of words, or whole numbers
+# in range(lo, hi + 1); COORDINATOR is host:port. A value outside is an
+# error, never a guess.
+ANY = None
+SWITCH = (0, 1)
+PORT = (0, 65535)
+COORDINATOR = "host:port"
+WEEK = 7 * 24 * 3600
+
+# name -> (environment variable, default, read by the native layer, meaning, allowed values);
 # a setting's type is its default's (whole numbers are read as int).
 TABLE = {
-    "libmpi": Setting("MPI_COLLECTIVES_LIBMPI", None, True, "MPI library to load (path or soname)"),
-    "abi": Setting("MPI_COLLECTIVES_ABI", None, True, "ABI family: mpich, openmpi or standard"),
+    "libmpi": Setting("MPI_COLLECTIVES_LIBMPI", None, True, "MPI library to load (path or soname)", ANY),
+    "abi": Setting("MPI_COLLECTIVES_ABI", None, True, "ABI family: mpich, openmpi or standard",
+                   ("mpich", "openmpi", "standard")),
     "thread_level": Setting("MPI_COLLECTIVES_THREAD_LEVEL", THREAD_LEVELS[-1], True,
-                            "thread level asked of MPI: " + ", ".join(THREAD_LEVELS + (REQUESTED,))),
+                            "thread level asked of MPI: " + ", ".join(THREAD_LEVELS + (REQUESTED,)),
+                            THREAD_LEVELS + (REQUESTED,)),
     "any_thread": Setting("MPI_COLLECTIVES_ANY_THREAD", 1, True,
                           "1: answer yes to MPI_Is_thread_main under MPI_THREAD_MULTIPLE, so XLA may create "
-                          "communicators from its pool threads; 0: forward it (XLA then refuses most programs)"),
+                          "communicators from its pool threads; 0: forward it (XLA then refuses most programs)",
+                          SWITCH),
     "check_splits": Setting("MPI_COLLECTIVES_CHECK_SPLITS", 1, True,
                             "1: stop the job when an MPI_Comm_split breaks XLA's convention (concurrent splits, "
-                            "new rank != key); 0 for callers of the wrapper other than XLA"),
-    "verbose": Setting("MPI_COLLECTIVES_VERBOSE", 0, True, "1: log what is loaded and decided, per rank"),
+                            "new rank != key); 0 for callers of the wrapper other than XLA", SWITCH),
+    "check_collectives": Setting("MPI_COLLECTIVES_CHECK_COLLECTIVES", 1, True,
+                                 "1: before each all-reduce, all-gather and reduce-scatter XLA runs, the ranks "
+                                 "check that they agree on its kind, size, dtype and reduction, and point-to-point "
+                                 "arrivals are checked against what was expected; a disagreement ends the job with "
+                                 "one line instead of returning wrong numbers. 0: no checks", SWITCH),
+    "verbose": Setting("MPI_COLLECTIVES_VERBOSE", 0, True, "1: log what is loaded and decided, per rank", (0, 9)),
     "prefixes": Setting("MPI_COLLECTIVES_PREFIXES", None, True,
                         "colon-separated prefixes whose lib/ may hold the MPI library; set by "
-                        "`import mpi_collectives` to sys.prefix, the user base and the base prefix"),
+                        "`import mpi_collectives` to sys.prefix, the user base and the base prefix", ANY),
     "coordinator": Setting("MPI_COLLECTIVES_COORDINATOR", None, False,
-                           "host:port of jax.distributed's coordinator (default: rank 0, a port it binds)"),
-    "port": Setting("MPI_COLLECTIVES_PORT", 0, False, "coordinator port (0: one rank 0 finds free)"),
+                           "host:port of jax.distributed's coordinator (default: rank 0, a port it binds)",
+                           COORDINATOR),
+    "port": Setting("MPI_COLLECTIVES_PORT", 0, False, "coordinator port (0: one rank 0 finds free)", PORT),
     "interface": Setting("MPI_COLLECTIVES_INTERFACE", None, False,
-                         "network interface whose address the coordinator uses (e.g. ib0)"),
+                         "network interface whose address the coordinator uses (e.g. ib0)", ANY),
     "timeout": Setting("MPI_COLLECTIVES_INIT_TIMEOUT", 300, False,
-                       "seconds initialize() waits for every rank and the coordinator"),
+                       "seconds initialize() waits for every rank and the coordinator (at least 1)", (1, WEEK)),
     "abort_on_exception": Setting("MPI_COLLECTIVES_ABORT_ON_EXCEPTION", 1, False,
                                   "1: after initialize(), an uncaught exception on any rank (or thread) prints it "
                                   "and ends the whole job with MPI_Abort, instead of leaving the others waiting "
-                                  "in their next collective"),
+                                  "in their next collective", SWITCH),
     "watch_peers": Setting("MPI_COLLECTIVES_WATCH_PEERS", 1, False,
                            "1: after initialize(), each rank ends the whole job with one line naming the rank at "
                            "fault when a rank on its node dies (killed, crashed, os._exit) or when it has waited in "
-                           "MPI for MPI_COLLECTIVES_EXIT_TIMEOUT seconds after another rank finished its program"),
+                           "MPI for MPI_COLLECTIVES_EXIT_TIMEOUT seconds after another rank finished its program",
+                           SWITCH),
     "exit_timeout": Setting("MPI_COLLECTIVES_EXIT_TIMEOUT", 30, False,
-                            "seconds a rank may wait in one MPI call after another rank has finished its program, "
-                            "before the job is ended"),
+                            "seconds a rank may wait for other ranks (in MPI, or in JAX's start-up exchange) after "
+                            "another rank has finished its program, before the job is ended; 0: no limit", (0, WEEK)),
 }
 
 
@@ -62,35 +81,69 @@ Settings = dataclasses.make_dataclass(
 Settings.__module__ = __name__
 
 
+def _allowed_text(allowed) -> str:
+    if allowed == COORDINATOR:
+        return "host:port with a port from 1 to 65535"
+    if isinstance(allowed[0], str):
+        return "one of " + ", ".join(allowed)
+    lo, hi = allowed
+    return "0 or 1" if allowed == SWITCH else f"a whole number from {lo} to {hi}"
+
+
+def _check(name: str, row: Setting, value, from_keyword: bool):
+    """The value, of the setting's type, or InitializeError naming what is wrong and what is allowed."""
+    from .errors import InitializeError
+    if value is None or row.allowed is ANY:
+        return value
+    ok = True
+    if row.allowed == COORDINATOR:
+        host, _, port = str(value).rpartition(":")
+        ok = bool(host) and port.isdigit() and 1 <= int(port) <= 65535
+    elif isinstance(row.allowed[0], str):
+        value = str(value).lower()
+        ok = value in row.allowed
+    else:
+        try:
+            value = int(value)
+        except (TypeError, ValueError):
+            ok = False
+        else:
+            ok = row.allowed[0] <= value <= row.allowed[1]
+    if not ok:
+        given = f"initialize({name}={value!r})" if from_keyword else f"{row.var}={value}"
+        raise InitializeError(
+            f"mpi-collectives: {given} is not {_allowed_text(row.allowed)}. "
+            f"Fix: correct it, or leave it unset for the default"
+            f"{'' if row.default is None else f' ({row.default})'}.")
+    return value
+
+
 def read(**overrides) -> Settings:
-    """Settings from the environment, with keyword arguments taking precedence."""
+    """Settings from the environment, with keyword arguments taking precedence;
+    every value checked against what its setting allows."""
     unknown = set(overrides) - set(TABLE)
     if unknown:
         raise TypeError(f"mpi-collectives: unknown setting(s) {sorted(unknown)}; known: {sorted(TABLE)}")
     values = {}
-    for name, (var, default, _, _) in TABLE.items():
-        value = overrides.get(name)
+    for name, row in TABLE.items():
+        value, from_keyword = overrides.get(name), True
         if value is None:
-            value = os.environ.get(var) or default
-        if isinstance(default, int) and value is not None and not isinstance(value, int):
-            try:
-                value = int(value)
-            except ValueError:
-                raise ValueError(f"mpi-collectives: {var}={value!r} is not a whole number") from None
-        values[name] = value
+            value, from_keyword = os.environ.get(row.var) or None, False
+        values[name] = row.default if value is None else _check(name, row, value, from_keyword)
     return Settings(**values)
 
 
 def export_native(settings: Settings) -> None:
     """Put the settings the native layer reads into the environment."""
-    for name, (var, _, native, _) in TABLE.items():
+    for name, (var, _, native, _, _) in TABLE.items():
         value = getattr(settings, name)
         if native and value not in (None, ""):
             os.environ[var] = str(value)
 
 
 def markdown_table() -> str:
-    rows = ["| variable | keyword | default | meaning |", "|---|---|---|---|"]
-    for name, (var, default, _, meaning) in TABLE.items():
-        rows.append(f"| `{var}` | `{name}` | {'' if default is None else f'`{default}`'} | {meaning} |")
+    rows = ["| variable | keyword | default | allowed | meaning |", "|---|---|---|---|---|"]
+    for name, (var, default, _, meaning, allowed) in TABLE.items():
+        shown = "any" if allowed is ANY else _allowed_text(allowed)
+        rows.append(f"| `{var}` | `{name}` | {'' if default is None else f'`{default}`'} | {shown} | {meaning} |")
     return "\n".join(rows)

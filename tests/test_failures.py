@@ -19,6 +19,7 @@ from conftest import EXPECTED_FAMILY, HERE, mpiexec_path
 
 PROGRAM = os.path.join(HERE, "programs", "failures.py")
 END_WITHIN = 60
+OUTLIVE_CHECKS = 6  # 1.5 s after the launcher has ended
 EXIT_TIMEOUT = 5  # MPI_COLLECTIVES_EXIT_TIMEOUT for the early-exit case
 HYDRA = EXPECTED_FAMILY in ("mpich", "standard")  # MPICH's and Intel MPI's launcher
 
@@ -53,12 +54,13 @@ def finish_job(proc, marker, start):
         out, err = proc.communicate()
     seconds = time.monotonic() - start
     # Processes the launcher is still reaping, and each rank's watcher process, which
-    # holds its claim on the node's report for 3 s after the rank ends (native/src/peer_watch.c).
-    for _ in range(10):
+    # holds its claim on the node's report until the job's processes on the node are
+    # gone (native/src/peer_watch.c): nothing may outlive the job by more than a moment.
+    for _ in range(OUTLIVE_CHECKS):
         alive = leftovers(marker)
         if not alive:
             break
-        time.sleep(0.5)
+        time.sleep(0.25)
     for pid in alive:  # leave nothing for the next test, whatever this one finds
         try:
             os.kill(pid, signal.SIGKILL)
@@ -125,6 +127,44 @@ def test_a_rank_that_finishes_early_is_named():
     rc, out, err, seconds, alive = launch_failing_job("exit")
     text = check_ended(rc, out, err, seconds, alive)
     assert re.search(r"rank\(s\) 1 finished the program while rank [02] has waited \d+ s in MPI", err), text
+
+
+@pytest.mark.jax
+def test_a_rank_that_finishes_before_its_first_collective_is_named():
+    """The others wait for it in JAX's start-up exchange, not in MPI."""
+    rc, out, err, seconds, alive = launch_failing_job("exit_first")
+    text = check_ended(rc, out, err, seconds, alive)
+    assert re.search(r"rank\(s\) 1 finished the program while rank [02] has waited \d+ s in JAX's start-up "
+                     r"exchange", err), text
+
+
+def ready_ranks(proc, n, timeout=90):
+    """Read the job's stdout until n ranks said READY; the lines read."""
+    import select
+    lines, deadline = [], time.monotonic() + timeout
+    while sum("READY" in line for line in lines) < n and time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 1)[0]:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+    return lines
+
+
+@pytest.mark.jax
+def test_sigterm_to_the_launcher_stops_every_rank():
+    """What `timeout`, scancel and schedulers send: one line per rank, all gone soon."""
+    proc, marker = start_job("sigterm")
+    lines = ready_ranks(proc, 3)
+    assert sum("READY" in line for line in lines) == 3, "".join(lines)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    rc, out, err, seconds, alive = finish_job(proc, marker, start)
+    text = check_ended(rc, "".join(lines) + out, err, seconds, alive)
+    assert seconds < 15, text
+    if EXPECTED_FAMILY != "openmpi":  # Open MPI's launcher kills its ranks itself, at once
+        for rank in range(3):
+            assert f"rank {rank}/3 was asked to stop (SIGTERM" in err, text
 
 
 @pytest.mark.jax

@@ -75,10 +75,15 @@ def test_explicit_library_path_is_used():
     assert bogus.returncode == 1 and lib + ".nothere" in bogus.stdout, explain(bogus)  # no fallback
 
 
-def test_unknown_abi_setting_is_reported_and_detection_used():
-    proc = run([PY, "-m", "mpi_collectives", "info"], env={"MPI_COLLECTIVES_ABI": "bogus"}, cwd=HERE)
-    assert proc.returncode == 0, explain(proc)
-    assert "MPI_COLLECTIVES_ABI=bogus is not one of mpich, openmpi, standard" in proc.stderr
+@pytest.mark.parametrize("variable, value", [("MPI_COLLECTIVES_ABI", "bogus"),
+                                             ("MPI_COLLECTIVES_THREAD_LEVEL", "bogus"),
+                                             ("MPI_COLLECTIVES_CHECK_COLLECTIVES", "yes")])
+def test_a_native_setting_that_is_not_understood_loads_no_library(variable, value):
+    """The native layer does not guess: no library, and the sentence names the variable."""
+    proc = run([PY, "-m", "mpi_collectives", "info"], env={variable: value}, cwd=HERE)
+    assert proc.returncode != 0, explain(proc)
+    assert re.search(r"family\s+none", proc.stdout), explain(proc)
+    assert f"the MPI library was not loaded: {variable}={value} is not" in proc.stderr, explain(proc)
 
 
 def test_verbose_logs_with_rank():
@@ -113,7 +118,7 @@ def test_settings_reject_unknown_and_malformed():
         settings.read(bogus=1)
     os.environ["MPI_COLLECTIVES_INIT_TIMEOUT"] = "soon"
     try:
-        with pytest.raises(ValueError, match="MPI_COLLECTIVES_INIT_TIMEOUT='soon' is not a whole number"):
+        with pytest.raises(RuntimeError, match="MPI_COLLECTIVES_INIT_TIMEOUT=soon is not a whole number from 1"):
             settings.read()
     finally:
         del os.environ["MPI_COLLECTIVES_INIT_TIMEOUT"]

@@ -3,6 +3,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -212,3 +213,41 @@ def test_other_ranks_wait_for_the_coordinator_to_listen():
     start = time.monotonic()
     wait_until_listening(f"127.0.0.1:{port}", 0.5)  # nothing listens now
     assert 0.5 <= time.monotonic() - start < 5
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("variable, value, allowed", [
+    ("MPI_COLLECTIVES_PORT", "99999", "a whole number from 0 to 65535"),
+    ("MPI_COLLECTIVES_INIT_TIMEOUT", "0", "a whole number from 1 to"),
+    ("MPI_COLLECTIVES_INIT_TIMEOUT", "-1", "a whole number from 1 to"),
+    ("MPI_COLLECTIVES_ABI", "foo", "one of mpich, openmpi, standard"),
+    ("MPI_COLLECTIVES_THREAD_LEVEL", "bogus", "one of single, funneled, serialized, multiple, requested"),
+    ("MPI_COLLECTIVES_COORDINATOR", "nohost", "host:port"),
+])
+def test_a_setting_that_is_not_understood_is_an_error_on_every_rank(variable, value, allowed):
+    start = time.monotonic()
+    proc = launch("plain", env={variable: value}, timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    assert proc.stderr.count(f"{variable}={value} is not {allowed}") == 2, explain(proc)
+    assert time.monotonic() - start < 30, "an error in a setting must not wait for any timeout"
+    assert "PASS" not in proc.stdout
+
+
+@pytest.mark.jax
+def test_a_failure_on_rank_0_during_the_meeting_reaches_every_rank_at_once():
+    start = time.monotonic()
+    proc = launch("choose-fails", env={"MPI_COLLECTIVES_INIT_TIMEOUT": "300"}, timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    assert proc.stderr.count("rank 0 could not choose jax.distributed's coordinator: OSError: no addresses") == 2, \
+        explain(proc)
+    assert time.monotonic() - start < 30, "the other ranks must not wait for the init timeout"
+
+
+@pytest.mark.jax
+def test_a_failure_on_another_rank_during_the_meeting_ends_the_job_at_once():
+    start = time.monotonic()
+    proc = launch("hello-fails", env={"MPI_COLLECTIVES_INIT_TIMEOUT": "300"}, timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    assert "rank 1/2: initialize() failed while meeting the other ranks: RuntimeError: cannot say hello" in \
+        proc.stderr, explain(proc)
+    assert time.monotonic() - start < 30, "the other ranks must not wait for the init timeout"

@@ -48,7 +48,7 @@ void mpic_read_settings(void) {
   if (abi && *abi) {
     mpic_settings.forced_family = -1;
     for (size_t i = 0; i < sizeof mpic_families / sizeof *mpic_families; i++)
-      if (!strcmp(abi, mpic_families[i]->name)) mpic_settings.forced_family = mpic_families[i]->id;
+      if (!strcasecmp(abi, mpic_families[i]->name)) mpic_settings.forced_family = mpic_families[i]->id;
     if (mpic_settings.forced_family < 0) bad("MPI_COLLECTIVES_ABI", abi, "one of mpich, openmpi, standard");
   }
 

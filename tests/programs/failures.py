@@ -6,6 +6,9 @@ enter) a collective, in the way argv[1] names:
     exit      sys.exit(0) before the next collective (finished early)
     os_exit   os._exit(3): no Python exit path at all
     none      nobody fails: 3000 psums, then "DONE rank R" and a normal end
+    exit_first  sys.exit(0) right after initialize(), before any collective
+              (the others wait for it in JAX's start-up exchange, not in MPI)
+    sigterm   nobody fails; every rank computes until the launcher is stopped
 
 Every rank prints "READY rank R pid P" first, so that a test can match a
 launcher's PID to a rank. argv[2] is a marker that only lets the test find
@@ -25,10 +28,15 @@ import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 mode = sys.argv[1]
+if mode == "exit_first" and info.rank == 1:
+    print(f"READY rank {info.rank} pid {os.getpid()}", flush=True)
+    sys.exit(0)
 mesh = Mesh(np.array(jax.devices()), ("x",))
 psum = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
 x = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")), np.ones((1, 1 << 16), np.float32))
 psum(x).block_until_ready()
+if mode == "exit_first":
+    print(f"UNEXPECTED rank {info.rank} made its backend without rank 1", flush=True)
 print(f"READY rank {info.rank} pid {os.getpid()}", flush=True)
 mpi_collectives.barrier()
 

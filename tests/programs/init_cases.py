@@ -24,6 +24,20 @@ if case == "versions-differ" and rank_env == 1:
     from mpi_collectives import versions
     versions.installed = lambda package: "0.0.0-other"
 
+if case == "choose-fails" and rank_env == 0:  # something unforeseen on rank 0 during the meeting
+    from mpi_collectives import coordinator
+
+    def broken(*args, **kwargs):
+        raise OSError("no addresses at all")
+    coordinator.choose = broken
+
+if case == "hello-fails" and rank_env == 1:  # something unforeseen on rank 1 during the meeting
+    from mpi_collectives import meeting
+
+    def broken():
+        raise RuntimeError("cannot say hello")
+    meeting.hello = broken
+
 if case in ("missing-rank-mpi4py", "mpi4py-before"):
     from mpi4py import MPI  # noqa: F401  (MPI is up on every rank; only initialize() is missing)
 
