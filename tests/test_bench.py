@@ -40,14 +40,14 @@ def test_bench_smoke(tmp_path):
                env=env, cwd=HERE, timeout=900)
     assert proc.returncode == 0, explain(proc)
     data = json.loads(out.read_text())
-    paths = {"jax-mpi", "jax-call", "jax-gloo", "mpi4py", "C via wrapper", "C direct"}
+    paths = {"jax-mpi", "jax-mpi-unchecked", "jax-call", "jax-gloo", "mpi4py", "C via wrapper", "C direct"}
     if EXPECTED_FAMILY == "standard":  # no mpi4py build and no hard-coded handles for the standard ABI
         paths -= {"mpi4py", "C direct"}
     assert set(data["results"]) == paths, data["results"].keys()
     for path in paths:
         for op in OPS:
             assert set(data["results"][path][op]) == {"8", "65536"}, (path, op)
-    judged = {"ours", "at", "host", "start-up"} | ({"the"} if "C direct" in paths else set())  # wrapper vs direct
+    judged = {"ours", "at", "host", "start-up", "agreement"} | ({"the"} if "C direct" in paths else set())  # wrapper vs direct
     assert {t["target"].split(" ")[0] for t in data["targets"]} == judged, data["targets"]
     assert re.search(r"host broadcast_one_to_all: ours \d+ us, multihost_utils \d+ us", proc.stdout), explain(proc)
     assert png.stat().st_size > 10000

@@ -3,7 +3,7 @@ import numpy as np
 
 from .c_loop import OPS
 
-PATHS = ["jax-mpi", "jax-call", "C direct", "C via wrapper", "mpi4py", "jax-gloo"]
+PATHS = ["jax-mpi", "jax-mpi-unchecked", "jax-call", "C direct", "C via wrapper", "mpi4py", "jax-gloo"]
 KiB, MiB = 1024, 1024 * 1024
 
 
@@ -71,6 +71,17 @@ def targets(data):
             worst = min(speedups)
             out.append((f"at least {want}x faster than gloo {label}", worst[0] >= want,
                         f"median {np.median([s[0] for s in speedups]):.1f}x, least {worst[0]:.1f}x ({worst[1]}, {worst[2]} B)"))
+    checked = [(median_us(r, "jax-mpi", op, n), median_us(r, "jax-mpi-unchecked", op, n))
+               for op in OPS for n in sizes if n <= 1 * KiB]
+    checked = [c for c in checked if None not in c]
+    if checked:
+        cost = float(np.median([a - b for a, b in checked]))
+        small = float(np.median([a for a, _ in checked]))
+        limit = max(1.0, 0.1 * small)
+        out.append(("agreement check costs at most 1 us per collective, or 10% of JAX's small-message time "
+                    "if that is more", cost <= limit,
+                    f"median {cost:+.2f} us up to 1 KiB (JAX over MPI {small:.1f} us there, so the limit is "
+                    f"{limit:.1f} us)"))
     helpers = data.get("host_helpers")
     if helpers:
         speed = {k: v["multihost_utils"] / v["ours"] for k, v in helpers.items()}

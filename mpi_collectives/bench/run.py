@@ -29,8 +29,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(args, ranks, argv, timeout):
+def launch(args, ranks, argv, timeout, extra_env=None):
     env = dict(os.environ, JAX_PLATFORMS="cpu", MPI_COLLECTIVES_BENCH_COORDINATOR=f"127.0.0.1:{free_port()}")
+    env.update(extra_env or {})
     for var in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION"):  # each path sets up its own
         env.pop(var, None)
     cmd = [args.mpiexec, "-n", str(ranks), sys.executable, "-m"] + argv
@@ -86,7 +87,8 @@ def main(argv=None) -> int:
         raise SystemExit("mpi-collectives bench: " + mpi.not_loaded_message())
     sizes = SMOKE_SIZES if args.smoke else [s for s in FULL_SIZES if s <= args.max_bytes]
     scale = 0.05 if args.smoke else args.scale
-    paths = ["c"] + (["mpi4py"] if mpi4py_usable(family) else []) + ["jax-call", "jax-mpi", "jax-gloo"]
+    paths = (["c"] + (["mpi4py"] if mpi4py_usable(family) else [])
+             + ["jax-call", "jax-mpi", "jax-mpi-unchecked", "jax-gloo"])
     print(f"mpi-collectives bench: {args.ranks} ranks, {mpi.library()} ({family}), sizes {sizes[0]} B to "
           f"{sizes[-1]} B, paths {', '.join(paths)}", file=sys.stderr, flush=True)
     data = {"ranks": args.ranks, "family": family, "library": mpi.library(), "sizes": sizes, "results": {},
@@ -94,8 +96,11 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for path in paths:
             out = os.path.join(tmp, f"{path}.json")
+            # jax-mpi-unchecked: the same as jax-mpi without the agreement check
+            # (MPI_COLLECTIVES_CHECK_COLLECTIVES=0), to measure what the check costs.
+            unchecked = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"} if path == "jax-mpi-unchecked" else {}
             launch(args, args.ranks, ["mpi_collectives.bench.worker", path, out, ",".join(map(str, sizes)),
-                                      str(scale)], args.timeout)
+                                      str(scale)], args.timeout, unchecked)
             got = json.load(open(out))
             data["results"].update(got.get("results_by_target") or {path: got["results"]})
             if "host_helpers" in got:

@@ -67,7 +67,8 @@ def allreduce_table(runs):
              "|---|---|" + "---|" * len(SHOWN_SIZES)]
     for name, data in runs.items():
         r = data["results"]
-        for path, label in (("jax-mpi", "JAX over MPI (ours)"), ("jax-call", "JAX's call cost"),
+        for path, label in (("jax-mpi", "JAX over MPI (ours)"),
+                            ("jax-mpi-unchecked", "JAX over MPI, agreement check off"), ("jax-call", "JAX's call cost"),
                             ("C direct", "C loop, direct"), ("C via wrapper", "C loop, via wrapper"),
                             ("mpi4py", "mpi4py"), ("jax-gloo", "JAX over gloo")):
             cells = [median_us(r, path, "all-reduce", n) for n in SHOWN_SIZES]
