@@ -16,6 +16,18 @@ import sys
 from . import launchers
 
 
+def _collectives_over_mpi() -> None:
+    """JAX's collectives over MPI, unless the user chose otherwise. `import
+    mpi_collectives` set JAX_CPU_COLLECTIVES_IMPLEMENTATION, but jax before 0.4.3x
+    reads the option only from its config: set it there too, before
+    jax.distributed makes the backend."""
+    import os
+
+    import jax
+    jax.config.update("jax_cpu_collectives_implementation",
+                      os.environ.get("JAX_CPU_COLLECTIVES_IMPLEMENTATION") or "mpi")
+
+
 def _make_cluster_env(clusters):
     class MpiCollectivesCluster(clusters.ClusterEnv):
         name = "mpi_collectives"
@@ -27,8 +39,10 @@ def _make_cluster_env(clusters):
             return launchers.launcher() is not None and mpi.family() != "none"
 
         @classmethod
-        def get_coordinator_address(cls, timeout_secs, override_coordinator_port) -> str:
+        def get_coordinator_address(cls, timeout_secs=None, override_coordinator_port=None) -> str:
+            # (jax before 0.8.1 passes only timeout_secs)
             from . import meeting, mpi, settings
+            _collectives_over_mpi()
             overrides = {"timeout": timeout_secs} if timeout_secs else {}
             if override_coordinator_port:
                 overrides["port"] = int(override_coordinator_port)

@@ -18,10 +18,15 @@ def prepare(mesh) -> None:
     import jax
     from jax.sharding import NamedSharding, PartitionSpec as P
 
+    from .jax_compat import shard_map
+
     names = tuple(mesh.axis_names)
-    x = jax.device_put(np.zeros(mesh.devices.shape, np.int32), NamedSharding(mesh, P(*names)))
+    # One element per device, made where each device lives (device_put of a
+    # host array to a multi-process sharding is not in every supported jax).
+    x = jax.make_array_from_callback(mesh.devices.shape, NamedSharding(mesh, P(*names)),
+                                     lambda index: np.zeros((1,) * len(names), np.int32))
     for k in range(1, len(names) + 1):
         for axes in itertools.combinations(names, k):
-            f = jax.jit(jax.shard_map(lambda v, axes=axes: jax.lax.psum(v, axes), mesh=mesh,
-                                      in_specs=P(*names), out_specs=P(*names)))
+            f = jax.jit(shard_map()(lambda v, axes=axes: jax.lax.psum(v, axes), mesh=mesh,
+                                    in_specs=P(*names), out_specs=P(*names)))
             f(x).block_until_ready()

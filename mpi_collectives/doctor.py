@@ -66,11 +66,12 @@ def _everywhere(ok: bool) -> bool:
 
 
 def _jaxlib_interface_missing():
+    from .jax_compat import jaxlib_trampoline_library
     try:
-        import jaxlib
-    except ImportError:
+        path = jaxlib_trampoline_library()
+    except (ImportError, FileNotFoundError):
         return None
-    data = open(os.path.join(os.path.dirname(jaxlib.__file__), "libjax_common.so"), "rb").read()
+    data = open(path, "rb").read()
     wanted = {m.decode() for m in re.findall(rb"(?<=\0)MPIX?ABI_[A-Za-z0-9_]+(?=\0)", data)}
     lib = ctypes.CDLL(libpath(), mode=os.RTLD_LAZY | os.RTLD_LOCAL | 0x8)
     return sorted(n for n in wanted if not hasattr(lib, n))

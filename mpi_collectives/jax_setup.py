@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 
-from . import coordinator, exit_hooks, meeting, mpi, peers, settings as _settings
+from . import coordinator, exit_hooks, jax_compat, meeting, mpi, peers, settings as _settings
 from ._paths import libpath
 from .ending import end_job
 from .errors import InitializeError
@@ -89,6 +89,15 @@ def _check_native_settings(settings) -> None:
     _settings.export_native(settings)
 
 
+def _check_jax_version() -> None:
+    jax_version = jax_compat.installed_jax()
+    if jax_version is None:
+        raise InitializeError("mpi-collectives: jax is not installed. Fix: pip install 'mpi-collectives[jax]' "
+                              f"(jax {'.'.join(map(str, jax_compat.MINIMUM_JAX))} or newer).")
+    if jax_compat.version_tuple(jax_version) < jax_compat.MINIMUM_JAX:
+        raise InitializeError(jax_compat.too_old_message(jax_version))
+
+
 def _init_mpi_or_end_job(settings) -> int:
     """MPI_Init waits for every process of the job (the launcher's PMI fence),
     so a process that never gets here makes it hang: a watchdog ends the job
@@ -116,6 +125,7 @@ def initialize(**kwargs) -> Info:
     if _INFO is not None:
         return _INFO
     settings = _settings.read(**kwargs)
+    _check_jax_version()
     if _backend_exists():
         raise InitializeError(
             "mpi-collectives: initialize() was called after JAX created its backend, so JAX's collectives "

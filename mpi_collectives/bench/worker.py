@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from ..jax_compat import process_local_array, shard_map
 from ..launchers import launcher_rank_size
 from .c_loop import OPS
 
@@ -73,7 +74,7 @@ def jax_programs(mesh, size, with_collective):
         bodies = {"all-reduce": zeros(1), "all-gather": zeros(size),
                   "reduce-scatter": lambda v: jnp.zeros((1, v.shape[1] // size), v.dtype),
                   "all-to-all": zeros(1), "ppermute": zeros(1)}
-    return {op: jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+    return {op: jax.jit(shard_map()(body, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
             for op, body in bodies.items()}
 
 
@@ -108,7 +109,7 @@ def run_jax(path, sizes, scale, out):
     for op in OPS:
         for nbytes in sizes:
             count = elements(op, nbytes, size)
-            x = jax.make_array_from_process_local_data(sharding, rank_input(count, rank)[None])
+            x = process_local_array(sharding, rank_input(count, rank)[None])
             f = programs[op]
             got = np.asarray(f(x).addressable_data(0))[0]
             if path != "jax-call" and not np.array_equal(got, expected(op, count, rank, size)):

@@ -57,7 +57,13 @@ HANDLE_TYPES = ["Comm", "Datatype", "Errhandler", "File", "Group", "Info",
 
 def jaxlib_library():
     import jaxlib
-    return os.path.join(os.path.dirname(jaxlib.__file__), "libjax_common.so")
+    # MPItrampoline is linked into libjax_common.so from jaxlib 0.6, into
+    # xla_extension.so before; both reference the same MPIABI names.
+    folder = os.path.dirname(jaxlib.__file__)
+    for name in ("libjax_common.so", "xla_extension.so"):
+        if os.path.exists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    raise SystemExit(f"extract_abi: no libjax_common.so or xla_extension.so in {folder}")
 
 
 def read_jaxlib_symbols(path):
@@ -205,7 +211,7 @@ def family_header(include_dir, family):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="compare, do not write")
-    ap.add_argument("--jaxlib", default=None, help="path of libjax_common.so")
+    ap.add_argument("--jaxlib", default=None, help="path of jaxlib's libjax_common.so (or xla_extension.so before jaxlib 0.6)")
     ap.add_argument("--include", action="append", default=[],
                     help="include directory holding an MPI's headers (repeatable; default: this venv's)")
     args = ap.parse_args()

@@ -28,7 +28,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs"))
-from launcher_env import launcher_rank_size  # noqa: E402  (the package's table, without importing it)
+from launcher_env import jax_compat, launcher_rank_size  # noqa: E402  (the package's, without importing it)
+
+shard_map, process_local_array = jax_compat.shard_map, jax_compat.process_local_array
 
 RANK, SIZE = launcher_rank_size()
 PORT = os.environ.get("MPI_COLLECTIVES_TEST_PORT", "12355")
@@ -90,7 +92,7 @@ def all_local(shape, dtype, salt=0, span=30):
 
 def global_array(local):
     """Global array, sharded over "x" along axis 0, from this rank's block."""
-    return jax.make_array_from_process_local_data(SHARDED, local)
+    return process_local_array(SHARDED, local)
 
 
 def fetch(arr):
@@ -115,7 +117,7 @@ def check(name, got, want):
 
 
 def shard_map_jit(fn, n_in, n_out):
-    return jax.jit(jax.shard_map(fn, mesh=MESH, in_specs=(P("x"),) * n_in, out_specs=(P("x"),) * n_out))
+    return jax.jit(shard_map()(fn, mesh=MESH, in_specs=(P("x"),) * n_in, out_specs=(P("x"),) * n_out))
 
 
 # ---------------------------------------------------------------- shard_map
@@ -295,7 +297,7 @@ def main():
     check_wrapper_loaded()
 
     # Every rank got here with the same number of passed checks.
-    f = jax.jit(jax.shard_map(lambda c: jax.lax.psum(c, "x"), mesh=MESH, in_specs=P("x"), out_specs=P()))
+    f = jax.jit(shard_map()(lambda c: jax.lax.psum(c, "x"), mesh=MESH, in_specs=P("x"), out_specs=P()))
     total = int(fetch(f(global_array(np.array([checks], np.int32))))[0])
     if total != checks * N:
         raise AssertionError(f"rank {RANK}: ranks disagree on check count: psum={total}, mine={checks}, N={N}")

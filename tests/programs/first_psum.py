@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from launcher_env import launcher_rank_size
+from launcher_env import jax_compat, launcher_rank_size
 
 
 def first_psum(n: int = 8) -> int:
@@ -15,10 +15,12 @@ def first_psum(n: int = 8) -> int:
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
     rank, size = launcher_rank_size()
+    # (jax before 0.4.3x reads this option only from its config, not from the environment)
+    jax.config.update("jax_cpu_collectives_implementation", os.environ["JAX_CPU_COLLECTIVES_IMPLEMENTATION"])
     jax.distributed.initialize(f"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}", size, rank)
     mesh = Mesh(np.array(jax.devices()), ("x",))
-    f = jax.jit(jax.shard_map(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
-    x = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")), np.full((1, n), rank + 1, np.float32))
+    f = jax.jit(jax_compat.shard_map()(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+    x = jax_compat.process_local_array(NamedSharding(mesh, P("x")), np.full((1, n), rank + 1, np.float32))
     got = np.asarray(f(x).addressable_data(0))
     assert (got == size * (size + 1) / 2).all(), got
     return rank

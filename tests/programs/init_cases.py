@@ -53,11 +53,17 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
+from mpi_collectives.jax_compat import (  # noqa: E402
+    collectives_implementation, process_local_array, shard_map)
+
 assert (jax.process_index(), jax.process_count()) == (info.rank, info.size)
-assert jax.config.jax_cpu_collectives_implementation == "mpi"
+assert collectives_implementation() == "mpi"
 mesh = Mesh(np.array(jax.devices()), ("x",))
-f = jax.jit(jax.shard_map(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
-x = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")),
+if case == "prepare":  # the mesh's communicators made up front: then used by the psum below
+    mpi_collectives.prepare(Mesh(np.array(jax.devices()).reshape(info.size, 1), ("x", "y")))
+    mpi_collectives.prepare(mesh)
+f = jax.jit(shard_map()(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+x = process_local_array(NamedSharding(mesh, P("x")),
                                            np.full((1, 1000), info.rank + 1, np.int32))
 got = np.asarray(f(x).addressable_data(0))
 assert (got == info.size * (info.size + 1) // 2).all(), got

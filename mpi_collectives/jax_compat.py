@@ -1,0 +1,92 @@
+"""What differs between the jax versions we support (0.4.27 to the newest):
+the one place that knows, so that the rest of the package reads as if there
+were one jax.
+
+- jax accepts jax_cpu_collectives_implementation="mpi" from 0.4.27 (0.4.26
+  raises "Unrecognized config option").
+- jaxlib's bundled MPItrampoline lives in xla_extension.so up to 0.5 and in
+  libjax_common.so from 0.6; both reference the same MPIABI names.
+- shard_map is jax.shard_map from 0.6, jax.experimental.shard_map.shard_map before.
+"""
+import os
+import re
+
+MINIMUM_JAX = (0, 4, 27)
+# The libraries in jaxlib's folder that may hold MPItrampoline, newest layout first.
+_TRAMPOLINE_HOSTS = ("libjax_common.so", "xla_extension.so")
+
+
+def version_tuple(text: str) -> tuple:
+    """(0, 4, 27) from "0.4.27", "0.4.27.dev20240501", "0.9.0.1"."""
+    return tuple(int(p) for p in re.findall(r"\d+", text.split("+")[0])[:3])
+
+
+def installed_jax():
+    """The installed jax's version text, or None (without importing jax)."""
+    import importlib.metadata
+    try:
+        return importlib.metadata.version("jax")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def too_old_message(version: str) -> str:
+    need = ".".join(map(str, MINIMUM_JAX))
+    return (f"mpi-collectives: jax {version} is too old: JAX's collectives over MPI need jax {need} or newer "
+            f"(the first that accepts jax_cpu_collectives_implementation='mpi'). Fix: pip install 'jax>={need}' "
+            f"'jaxlib>={need}'.")
+
+
+def jaxlib_trampoline_library() -> str:
+    """The jaxlib library that holds MPItrampoline (and so every MPIABI name jaxlib asks for)."""
+    import jaxlib
+    folder = os.path.dirname(jaxlib.__file__)
+    for name in _TRAMPOLINE_HOSTS:
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            return path
+    raise FileNotFoundError(f"no {' or '.join(_TRAMPOLINE_HOSTS)} in {folder}: is this jaxlib {MINIMUM_JAX} or newer?")
+
+
+def shard_map():
+    """jax.shard_map, wherever this jax keeps it. The old one is given
+    check_rep=False unless told otherwise: it has no replication rule for
+    pmax/pmin and refuses them without it."""
+    import functools
+
+    import jax
+    if hasattr(jax, "shard_map"):
+        return jax.shard_map
+    from jax.experimental.shard_map import shard_map as old
+
+    @functools.wraps(old)
+    def shard_map_(f, **kwargs):
+        kwargs.pop("check_vma", None)
+        kwargs.setdefault("check_rep", False)
+        return old(f, **kwargs)
+    return shard_map_
+
+
+def process_local_array(sharding, local):
+    """A global array from each process's rows of the leading axis, which its
+    devices hold (jax.make_array_from_process_local_data from jax 0.4.31; made
+    with make_array_from_callback before)."""
+    import jax
+    if hasattr(jax, "make_array_from_process_local_data"):
+        return jax.make_array_from_process_local_data(sharding, local)
+    global_shape = (local.shape[0] * jax.process_count(),) + tuple(local.shape[1:])
+    indices = sharding.addressable_devices_indices_map(global_shape)
+    first = min((index[0].start or 0) for index in indices.values()) if indices else 0
+
+    def block(index):
+        rows = index[0]
+        stop = global_shape[0] if rows.stop is None else rows.stop
+        return local[(rows.start or 0) - first:stop - first]
+
+    return jax.make_array_from_callback(global_shape, sharding, block)
+
+
+def collectives_implementation() -> str:
+    """The value of jax_cpu_collectives_implementation in this process."""
+    import jax
+    return jax.config._read("jax_cpu_collectives_implementation")
