@@ -49,11 +49,16 @@ XLA_HANDLES = ("bfloat16", "float8_e8m0fnu")
 
 
 def narrow_float(dtype) -> bool:
-    """float16 and the float8 types XLA's CPU backend widens to float16."""
+    """float16 and the float8/float4 types XLA's CPU backend widens to float16."""
     dtype = np.dtype(dtype)
     if dtype.itemsize > 2 or dtype.name in XLA_HANDLES:
         return False
-    return dtype == np.float16 or dtype.name.startswith("float8")
+    return dtype == np.float16 or dtype.name.startswith(("float8", "float4"))
+
+
+def _bits(dtype) -> int:
+    import ml_dtypes
+    return int(ml_dtypes.finfo(dtype).bits)
 
 
 def _active() -> bool:
@@ -104,11 +109,17 @@ def _ir():
     return ir, hlo
 
 
+def _treatment(dtype, treatment):
+    """Sub-byte floats (float4) have no unsigned integer of their width to travel as: they are
+    widened instead, which is exact for them both ways."""
+    return WIDEN if treatment == BITS and _bits(dtype) < 8 else treatment
+
+
 def _stand_in(dtype, treatment):
     """The dtype a narrow float travels as."""
     if treatment == WIDEN:
         return np.dtype(np.float32)
-    return np.dtype({1: np.uint8, 2: np.uint16}[np.dtype(dtype).itemsize])
+    return np.dtype({8: np.uint8, 16: np.uint16}[_bits(dtype)])
 
 
 def _ir_element_type(dtype):
@@ -136,8 +147,9 @@ def _make_rule(name, original, treatment):
         new_in, new_out, new_args = [], [], []
         for aval_in, aval_out, arg in zip(avals_in, avals_out, args):
             if narrow_float(aval_in.dtype):
-                stand_in = _stand_in(aval_in.dtype, treatment)
-                arg = _recast(arg, _ir_element_type(stand_in), treatment)
+                how = _treatment(aval_in.dtype, treatment)
+                stand_in = _stand_in(aval_in.dtype, how)
+                arg = _recast(arg, _ir_element_type(stand_in), how)
                 aval_in, aval_out = aval_in.update(dtype=stand_in), aval_out.update(dtype=stand_in)
             new_in.append(aval_in)
             new_out.append(aval_out)
@@ -146,7 +158,7 @@ def _make_rule(name, original, treatment):
         results = []
         for aval_in, out, arg in zip(avals_in, outs, args):
             if narrow_float(aval_in.dtype):
-                out = _recast(out, ir_element(arg), treatment)
+                out = _recast(out, ir_element(arg), _treatment(aval_in.dtype, treatment))
             results.append(out)
         return results
 

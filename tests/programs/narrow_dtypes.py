@@ -1,4 +1,4 @@
-"""Every collective on float16 and JAX's float8 types, in shard_map and pmap,
+"""Every collective on float16 and JAX's float8 and float4 types, in shard_map and pmap,
 over MPI (argv[1] == "mpi", through mpi_collectives.initialize()) or over
 JAX's default gloo (argv[1] == "gloo": jax.distributed from the launcher's
 rank/size and MPI_COLLECTIVES_TEST_PORT, no mpi_collectives at all).
@@ -37,8 +37,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 jnp, lax = jax.numpy, jax.lax
 N = 24  # per rank: divisible by 2, 3 and 4 ranks, twice
-FLOAT8 = [name for name in dir(jnp) if name.startswith("float8_")]
-DTYPES = wanted or ["float16"] + sorted(FLOAT8)
+NARROW = [name for name in dir(jnp) if name.startswith(("float8_", "float4_"))]
+DTYPES = wanted or ["float16"] + sorted(NARROW)
 n, r = size, rank
 shift = [(i, (i + 1) % n) for i in range(n)]
 
