@@ -9,7 +9,8 @@ Two inputs per dtype, both of N elements per rank: small integers, whose
 results are checked here against NumPy wherever NumPy's (float64) result is
 exactly representable in the dtype, and random values in [-2, 2] (whose
 rounding the launching test compares with gloo's). Every result's bytes go
-to OUT_DIR/<backend>-rank<R>.npz, keyed "api/dtype/input/collective".
+to OUT_DIR/<backend>-rank<R>.npz, keyed "api/dtype/input/collective", with
+NumPy's float64 result under "exact/dtype/input/collective".
 Prints "DONE rank R: C cases, E exact checks" at the end; with --probe a
 failing (api, dtype) prints "FAIL api dtype: first line of the error" and
 the program goes on (to see what a backend refuses).
@@ -120,6 +121,8 @@ for name in DTYPES:
                 cases += 1
                 assert value.dtype == dtype, (api, name, coll, value.dtype)
                 results[f"{api}/{name}/{input_name}/{coll}"] = np.frombuffer(value.tobytes(), np.uint8)
+            for coll, want in expected(full).items():
+                results[f"exact/{name}/{input_name}/{coll}"] = want  # float64, for measuring rounding
             if input_name != "small":
                 continue
             for coll, want in expected(full).items():
