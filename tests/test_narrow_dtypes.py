@@ -93,3 +93,30 @@ def test_narrow_dtypes_over_mpi_match_gloo(nranks, dtypes, jax_env, tmp_path):
         n = s["elements"]
         print(f"  {name:22s} {n:6d} {s['differ']:5d}  {s['err_ours'] / n:.3e}  {s['err_gloo'] / n:.3e}")
         assert s["err_ours"] <= s["err_gloo"] * 1.05 + 1e-12, (name, s)
+
+
+ONE_PROCESS = r"""
+import jax, numpy as np
+from mpi_collectives import narrow_dtypes
+jax.config.update("jax_cpu_collectives_implementation", "mpi")
+first = narrow_dtypes.install()
+assert narrow_dtypes.install() == first, "a second install() changed something"
+assert {"psum", "pmax", "pmin", "reduce_scatter", "all_gather"} <= set(first), first
+f = jax.pmap(lambda v: (jax.lax.psum(v, "i"), jax.lax.all_gather(v, "i")), axis_name="i")
+x = np.arange(4, dtype=np.float16)[None]
+text = f.lower(x).as_text()
+assert "f32" not in text and "ui16" not in text, text  # one process: JAX's own lowering
+out = f(x)
+assert np.asarray(out[0]).tolist() == [[0, 1, 2, 3]], out
+print("ONE PROCESS OK", first)
+"""
+
+
+@pytest.mark.jax
+def test_one_process_keeps_jaxs_own_lowering(jax_env):
+    """On one process (even with the mpi setting) the rules leave the program as JAX lowers it."""
+    env = dict(jax_env)
+    env.pop("MPITRAMPOLINE_LIB")
+    from conftest import run
+    proc = run([sys.executable, "-c", ONE_PROCESS], env=env, timeout=120, cwd=HERE)
+    assert proc.returncode == 0 and "ONE PROCESS OK" in proc.stdout, explain(proc)
