@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 
-from . import coordinator, exit_hooks, jax_compat, meeting, mpi, peers, settings as _settings
+from . import coordinator, exit_hooks, jax_compat, meeting, mpi, narrow_dtypes, peers, settings as _settings
 from ._paths import libpath
 from .ending import end_job
 from .errors import InitializeError
@@ -152,6 +152,7 @@ def initialize(**kwargs) -> Info:
 
     import jax
     jax.config.update("jax_cpu_collectives_implementation", "mpi")
+    narrow_dtypes.install()  # float16/float8 collectives, which XLA refuses over MPI
     if rank != 0:
         coordinator.wait_until_listening(address, float(settings.timeout))
     try:
