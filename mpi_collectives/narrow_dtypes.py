@@ -171,11 +171,22 @@ def _make_rule(name, original, treatment):
     return rule
 
 
+NEEDS_JAX = (0, 6, 0)
+
+
 def install() -> list:
     """Register the rules (once; a second call does nothing). Returns the names installed.
     Never raises: what cannot be done here is logged in one line and left as JAX has it."""
     if _installed:
         return sorted(_installed)
+    from . import jax_compat
+    jax_version = jax_compat.installed_jax() or "0"
+    if jax_compat.version_tuple(jax_version) < NEEDS_JAX:
+        # Tested from 0.6.2; with jax 0.4.27 XLA's CPU runtime aborted in the
+        # widened all-reduce. XLA's own refusal of float16 stays.
+        log(f"float16/float8 collectives over MPI need jax {'.'.join(map(str, NEEDS_JAX))} or newer "
+            f"(this is {jax_version}); XLA refuses them as before", level=1)
+        return []
     try:
         from jax.interpreters import mlir
         found = _find_primitives()

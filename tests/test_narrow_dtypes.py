@@ -24,6 +24,10 @@ import pytest
 
 from conftest import EXPECTED_FAMILY, HERE, explain, free_port, mpirun
 
+jax_version = tuple(int(p) for p in __import__("importlib.metadata").metadata.version("jax").split(".")[:3])
+pytestmark = pytest.mark.skipif(jax_version < (0, 6, 0), reason="float16/float8 over MPI needs jax 0.6 or newer "
+                                "(mpi_collectives.narrow_dtypes.NEEDS_JAX)")
+
 PROGRAM = os.path.join(HERE, "programs", "narrow_dtypes.py")
 SUMS = ("psum", "psum_scatter", "psum_scatter_tiled", "psum_2axes")
 SOME = ["float16", "float8_e4m3fn", "float8_e5m2"]

@@ -36,6 +36,8 @@ else:
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
+from launcher_env import jax_compat  # noqa: E402  (the package's, without importing it: gloo runs too)
+
 jnp, lax = jax.numpy, jax.lax
 N = 24  # per rank: divisible by 2, 3 and 4 ranks, twice
 NARROW = [name for name in dir(jnp) if name.startswith(("float8_", "float4_"))]
@@ -81,12 +83,12 @@ mesh2 = Mesh(devices.reshape(n // 2, 2) if n % 2 == 0 else devices.reshape(n, 1)
 def run_shard_map(x_full):
     def body(v):
         return {k: o[None] for k, o in collectives(v[0], "x").items()}
-    f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
-    x = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")), x_full[r:r + 1])
+    f = jax.jit(jax_compat.shard_map()(body, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+    x = jax_compat.process_local_array(NamedSharding(mesh, P("x")), x_full[r:r + 1])
     out = {k: np.asarray(o.addressable_data(0))[0] for k, o in f(x).items()}
-    g = jax.jit(jax.shard_map(lambda v: lax.psum(v, ("a", "b")), mesh=mesh2, in_specs=P(("a", "b")),
+    g = jax.jit(jax_compat.shard_map()(lambda v: lax.psum(v, ("a", "b")), mesh=mesh2, in_specs=P(("a", "b")),
                               out_specs=P(("a", "b"))))
-    x2 = jax.make_array_from_process_local_data(NamedSharding(mesh2, P(("a", "b"))), x_full[r:r + 1])
+    x2 = jax_compat.process_local_array(NamedSharding(mesh2, P(("a", "b"))), x_full[r:r + 1])
     out["psum_2axes"] = np.asarray(g(x2).addressable_data(0))[0]
     return out
 
