@@ -116,7 +116,7 @@ def test_no_mpi_library_one_line_and_nonzero_exit(jax_env):
     env = dict(jax_env, MPI_COLLECTIVES_LIBMPI="/nonexistent/libmpi.so.12")
     proc = mpirun(2, [PY, os.path.join(PROGRAMS, "first_psum.py")], env=env)
     assert proc.returncode != 0, explain(proc)
-    lines = [l for l in proc.stderr.splitlines() if l.startswith("mpi-collectives:")]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("mpi-collectives:")]
     # One per rank; Open MPI's launcher may end the job after the first.
     assert 1 <= len(lines) <= 2, explain(proc)
     assert "called, but no MPI library could be loaded" in lines[0] and "/nonexistent/libmpi.so.12" in lines[0]

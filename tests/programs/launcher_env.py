@@ -1,5 +1,6 @@
 """The package's table of launcher variables (mpi_collectives/launchers.py)
-and its jax version differences (mpi_collectives/jax_compat.py), for test programs that run JAX over MPI without importing the package:
+and its jax version differences (mpi_collectives/jax_compat.py), for test
+programs that run JAX over MPI without importing the package:
 importing it sets MPITRAMPOLINE_LIB (and so loads MPI, which a gloo run must
 not pay for) and registers its cluster environment with JAX. launchers.py
 and jax_compat.py import only the standard library, so they are loaded by their paths."""
@@ -22,3 +23,14 @@ def _load(name):
 launchers = _load("launchers")
 launcher_rank_size = launchers.launcher_rank_size
 jax_compat = _load("jax_compat")
+
+
+def start_gloo():
+    """jax.distributed over JAX's gloo, set up as a gloo user would: rank and
+    size from the launcher, the coordinator at 127.0.0.1:MPI_COLLECTIVES_TEST_PORT.
+    Returns (jax, rank, size)."""
+    import jax
+    rank, size = launcher_rank_size()
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(f"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}", size, rank)
+    return jax, rank, size

@@ -16,17 +16,13 @@ checks on, none may. argv[2] == "gloo" runs the same over JAX's default gloo,
 with jax.distributed from the launcher's variables and
 MPI_COLLECTIVES_TEST_PORT (no mpi_collectives at all).
 """
-import os
 import sys
 
 mode = sys.argv[1]
 backend = sys.argv[2] if len(sys.argv) > 2 else "mpi"
 if backend == "gloo":
-    import jax
-    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))
-    size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", 1)))
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(f"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}", size, rank)
+    from launcher_env import start_gloo
+    jax, rank, size = start_gloo()
 else:
     import mpi_collectives
     rank = mpi_collectives.initialize().rank

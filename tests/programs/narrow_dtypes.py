@@ -22,11 +22,8 @@ backend, out_dir = sys.argv[1], sys.argv[2]
 probe = "--probe" in sys.argv
 wanted = [a for a in sys.argv[3:] if not a.startswith("--")]
 if backend == "gloo":
-    import jax
-    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))
-    size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", 1)))
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(f"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}", size, rank)
+    from launcher_env import start_gloo
+    jax, rank, size = start_gloo()
 else:
     import mpi_collectives
     info = mpi_collectives.initialize()
