@@ -103,6 +103,17 @@ def library_version() -> str:
     return lines[0] if lines else ""
 
 
+def library_name() -> str:
+    """The MPI library's name and version, never its path (for reports that
+    leave the machine): "MPICH 5.0.2", "Intel(R) MPI Library 2021.18.1",
+    "Open MPI v5.0.11"."""
+    import re
+    text = (library_version() or "an unknown MPI").split(",")[0]
+    text = re.sub(r"\s+for\s+.*$", "", text)
+    text = re.sub(r"\s*Version:\s*", " ", text)
+    return " ".join(text.split())
+
+
 def we_initialized() -> bool:
     """Did the native layer itself initialize MPI (so it finalizes it too)?"""
     return bool(_native()[1].mpic_we_initialized())

@@ -89,9 +89,10 @@ def main(argv=None) -> int:
     scale = 0.05 if args.smoke else args.scale
     paths = (["c"] + (["mpi4py"] if mpi4py_usable(family) else [])
              + ["jax-call", "jax-mpi", "jax-mpi-unchecked", "jax-gloo"])
-    print(f"mpi-collectives bench: {args.ranks} ranks, {mpi.library()} ({family}), sizes {sizes[0]} B to "
+    # The MPI by name and version, not by where it lies: results and plots leave the machine.
+    print(f"mpi-collectives bench: {args.ranks} ranks, {mpi.library_name()} ({family}), sizes {sizes[0]} B to "
           f"{sizes[-1]} B, paths {', '.join(paths)}", file=sys.stderr, flush=True)
-    data = {"ranks": args.ranks, "family": family, "library": mpi.library(), "sizes": sizes, "results": {},
+    data = {"ranks": args.ranks, "family": family, "library": mpi.library_name(), "sizes": sizes, "results": {},
             "date": datetime.date.today().isoformat(), "machine": machine(), "versions": versions()}
     with tempfile.TemporaryDirectory() as tmp:
         for path in paths:
