@@ -7,8 +7,9 @@
 Every rank: load MPI through the native layer (the library jaxlib's
 MPItrampoline uses too), initialize it, take rank and size from MPI, meet the
 other ranks (meeting.py: rank 0 checks that all run the same versions and
-picks the coordinator, its own address and a port it has just bound), then
-call jax.distributed.initialize with what rank 0 sent.
+picks the coordinator: an address of its own that every rank reaches and a
+port it has just bound there), then call jax.distributed.initialize with
+what rank 0 sent, its service listening on that address only.
 """
 import dataclasses
 import os
@@ -131,8 +132,9 @@ def initialize(**kwargs) -> Info:
     level = mpi.thread_level_name(_init_mpi_or_end_job(settings))
     rank, size = mpi.rank_size()
     log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")
-    address = meeting.meet(rank, size, settings)
-    log(f"coordinator {address}")
+    choice = meeting.meet(rank, size, settings)
+    address = choice.address
+    log(f"coordinator {address}, listening on {choice.bind or 'every interface'}")
 
     import jax
     jax.config.update("jax_cpu_collectives_implementation", "mpi")
@@ -140,7 +142,8 @@ def initialize(**kwargs) -> Info:
         coordinator.wait_until_listening(address, float(settings.timeout))
     try:
         jax.distributed.initialize(coordinator_address=address, num_processes=size, process_id=rank,
-                                   initialization_timeout=int(settings.timeout))
+                                   initialization_timeout=int(settings.timeout),
+                                   **coordinator.bind_argument(choice, jax.distributed.initialize))
     except Exception as e:  # JAX's own errors are long; lead with the cause and the fix
         raise InitializeError(
             f"mpi-collectives: rank {rank}/{size} could not join jax.distributed through the coordinator "
