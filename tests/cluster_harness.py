@@ -206,7 +206,7 @@ class Cluster:
         runs the command in the named host's namespaces, in the same directory."""
         cases = "".join(f"  {h.name}|{h.address}) pid={h.anchor.pid} ;;\n" for h in self.everyone)
         with open(self.shim, "w") as f:
-            f.write("#!/bin/sh\n"
+            f.write("#!/bin/bash\n"
                     "# ssh stand-in: ssh [options] host command...\n"
                     "while [ $# -gt 0 ]; do\n"
                     "  case $1 in\n"
@@ -216,6 +216,8 @@ class Cluster:
                     "  esac\n"
                     "done\n"
                     "host=$1; shift\n"
+                    "# ssh passes no descriptor but the three: the launcher's listening sockets stay its own.\n"
+                    "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\" 2>/dev/null; done\n"
                     "case $host in\n"
                     f"{cases}"
                     "  *) echo \"ssh-shim: no such host: $host\" >&2; exit 255 ;;\n"

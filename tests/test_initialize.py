@@ -238,7 +238,7 @@ def test_coordinator_on_one_host_listens_on_loopback_only(tmp_path):
             if "".join(lines).count("READY rank") == 2:
                 break
         assert "".join(lines).count("READY rank") == 2, "".join(lines + errors)
-        host, port = re.search(r"coordinator (\S+)", "".join(lines)).group(1).rsplit(":", 1)
+        host, port = re.search(r"coordinator (\d+\.\d+\.\d+\.\d+):(\d+)", "".join(lines)).groups()
         assert host == "127.0.0.1", lines
         others = re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", subprocess.run(["ip", "-4", "-o", "addr"],
                                                                          capture_output=True, text=True).stdout)
