@@ -26,6 +26,7 @@ from .errors import InitializeError
 
 SIOCGIFADDR = 0x8915
 PROBE_TIMEOUT = 5.0  # seconds a rank tries to connect to rank 0's candidate addresses
+GRACE = 0.5  # seconds the other addresses still get once one is reached
 FIX = ("Fix: set MPI_COLLECTIVES_INTERFACE to a network interface every node shares (e.g. ib0, eth0), or "
        "MPI_COLLECTIVES_COORDINATOR=host:port to an address of rank 0's node that every node reaches.")
 
@@ -166,12 +167,14 @@ class Listeners:
 
 def reachable(addresses, port, timeout=PROBE_TIMEOUT) -> list:
     """Which of rank 0's `addresses` this process can open a TCP connection to
-    on `port`: all tried at once, a refused one again every 50 ms, for at most
-    `timeout` seconds."""
+    on `port`: all tried at once; until one is reached, the others again every
+    50 ms, for at most `timeout` seconds in all. Once one is reached, the
+    others still unanswered (a firewall that drops) get GRACE seconds more."""
     result = [False] * len(addresses)
     deadline = time.monotonic() + timeout
+    reached_at = None
     with selectors.DefaultSelector() as selector:
-        while not all(result) and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
             pending = {}
             for i, address in enumerate(addresses):
                 if result[i]:
@@ -185,19 +188,23 @@ def reachable(addresses, port, timeout=PROBE_TIMEOUT) -> list:
                     s.close()
             round_end = time.monotonic() + 0.05
             while pending:
-                events = selector.select(timeout=max(0.0, deadline - time.monotonic()))
+                until = min(deadline, reached_at + GRACE) if any(result) else deadline
+                events = selector.select(timeout=max(0.0, until - time.monotonic()))
                 if not events:
                     break
                 for key, _ in events:
                     i = key.data
                     result[i] = key.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+                    if result[i] and sum(result) == 1:
+                        reached_at = time.monotonic()
                     selector.unregister(key.fileobj)
                     pending.pop(i).close()
-            for s in pending.values():  # no answer at all before the deadline
+            for s in pending.values():  # no answer in time
                 selector.unregister(s)
                 s.close()
-            if not all(result):
-                time.sleep(max(0.0, min(round_end, deadline) - time.monotonic()))
+            if any(result):  # every address has its answer from this round
+                break
+            time.sleep(max(0.0, min(round_end, deadline) - time.monotonic()))
     return result
 
 

@@ -233,6 +233,20 @@ def test_srun_pmix_with_the_mpich_wheel_says_it_has_no_pmix(slurm):
 
 
 @only["mpich"]
+def test_an_address_the_other_nodes_cannot_reach_stops_every_rank_soon(slurm):
+    """MPI_COLLECTIVES_INTERFACE=ext0 names node1's site network, which node2 and node3 do not
+    reach: every rank stops within seconds with one line naming the two settings, no hang."""
+    proc = on_node1(slurm, ["srun", "-N3", "-n3", "--mpi=pmi2", PY, os.path.join(PROGRAMS, "init_cases.py"),
+                            "plain"], env={"MPI_COLLECTIVES_INTERFACE": "ext0"}, timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    sentence = "no address of rank 0's node (node1) is reachable from every other node within 5 s"
+    assert proc.stderr.count(sentence) == 3, explain(proc)
+    assert "not reached from node2, node3" in proc.stderr, explain(proc)
+    assert "MPI_COLLECTIVES_INTERFACE" in proc.stderr and "MPI_COLLECTIVES_COORDINATOR" in proc.stderr
+    assert proc.seconds < 30, explain(proc)
+
+
+@only["mpich"]
 def test_a_rank_killed_on_another_host_ends_the_job(slurm):
     """srun --kill-on-bad-exit=1, one rank per host, rank 1 (node2) SIGKILLed inside a psum."""
     marker = f"mpic-cluster-kill-{uuid.uuid4().hex}"
