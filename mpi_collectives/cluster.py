@@ -11,6 +11,7 @@ jax.distributed.initialize(cluster_detection_method="mpi_collectives").
 """
 import importlib.abc
 import importlib.util
+import os
 import sys
 
 from . import launchers
@@ -48,7 +49,11 @@ def _make_cluster_env(clusters):
                 overrides["port"] = int(override_coordinator_port)
             mpi.init()
             rank, size = mpi.rank_size()
-            return meeting.meet(rank, size, settings.read(**overrides))
+            choice = meeting.meet(rank, size, settings.read(**overrides))
+            if rank == 0 and choice.bind and not os.environ.get("JAX_COORDINATOR_BIND_ADDRESS"):
+                # jax.distributed.initialize reads it after asking us, when not given the argument.
+                os.environ["JAX_COORDINATOR_BIND_ADDRESS"] = choice.bind
+            return choice.address
 
         @classmethod
         def get_process_count(cls) -> int:

@@ -7,8 +7,9 @@
 Every rank: load MPI through the native layer (the library jaxlib's
 MPItrampoline uses too), initialize it, take rank and size from MPI, meet the
 other ranks (meeting.py: rank 0 checks that all run the same versions and
-picks the coordinator, its own address and a port it has just bound), then
-call jax.distributed.initialize with what rank 0 sent.
+picks the coordinator: an address of its own that every rank reaches and a
+port it has just bound there), then call jax.distributed.initialize with
+what rank 0 sent, its service listening on that address only.
 """
 import dataclasses
 import os
@@ -142,13 +143,14 @@ def initialize(**kwargs) -> Info:
     rank, size = mpi.rank_size()
     log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")
     try:
-        address = meeting.meet(rank, size, settings)
+        choice = meeting.meet(rank, size, settings)
     except InitializeError:
         raise  # rank 0's answer: every rank raises the same error
     except Exception as e:  # this rank alone: the others must not wait for it
         end_job(f"rank {rank}/{size}: initialize() failed while meeting the other ranks: "
                 f"{type(e).__name__}: {e}. Fix: see the error; every rank of the job has been stopped.")
-    log(f"coordinator {address}")
+    address = choice.address
+    log(f"coordinator {address}, listening on {choice.bind or 'every interface'}")
 
     import jax
     jax.config.update("jax_cpu_collectives_implementation", "mpi")
@@ -157,7 +159,8 @@ def initialize(**kwargs) -> Info:
         coordinator.wait_until_listening(address, float(settings.timeout))
     try:
         jax.distributed.initialize(coordinator_address=address, num_processes=size, process_id=rank,
-                                   initialization_timeout=int(settings.timeout))
+                                   initialization_timeout=int(settings.timeout),
+                                   **coordinator.bind_argument(choice, jax.distributed.initialize))
     except Exception as e:  # JAX's own errors are long; lead with the cause and the fix
         message = (f"rank {rank}/{size} could not join jax.distributed through the coordinator "
                    f"{address}: {str(e).splitlines()[0] if str(e) else type(e).__name__}. Fix: if the ranks "

@@ -258,3 +258,53 @@ def test_a_failure_on_another_rank_during_the_meeting_ends_the_job_at_once():
 def test_prepare_then_psum():
     proc = launch("prepare")
     assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
+
+
+@pytest.mark.jax
+def test_coordinator_on_one_host_listens_on_loopback_only(tmp_path):
+    """JAX's coordination service has no authentication: with every rank on one host it is
+    bound to 127.0.0.1, so the machine's other addresses do not reach it (JAX's default
+    was every interface). Across hosts: tests/test_cluster.py."""
+    import socket
+    import threading
+    import time
+
+    go = tmp_path / "go"
+    cmd = [os.path.join(os.path.dirname(PY), "mpiexec"), "-n", "2", PY, os.path.join(HERE, "programs",
+                                                                                  "coordinator_hold.py"), str(go)]
+    env = dict(os.environ, MPI_COLLECTIVES_INIT_TIMEOUT="60")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    errors = []
+    threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True).start()
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if "".join(lines).count("READY rank") == 2:
+                break
+        assert "".join(lines).count("READY rank") == 2, "".join(lines + errors)
+        host, port = re.search(r"coordinator (\d+\.\d+\.\d+\.\d+):(\d+)", "".join(lines)).groups()
+        assert host == "127.0.0.1", lines
+        others = re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", subprocess.run(["ip", "-4", "-o", "addr"],
+                                                                         capture_output=True, text=True).stdout)
+        reach = {}
+        for address in ["127.0.0.1"] + [a for a in others if not a.startswith("127.")]:
+            try:
+                socket.create_connection((address, int(port)), timeout=3).close()
+                reach[address] = "connected"
+            except OSError as e:
+                reach[address] = type(e).__name__
+    finally:
+        go.write_text("")
+        try:
+            out, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            out, _ = proc.communicate()
+        time.sleep(0.1)
+    lines.append(out)
+    assert proc.returncode == 0, "".join(lines + errors)
+    assert "".join(lines).count("DONE rank") == 2, "".join(lines + errors)
+    assert reach.pop("127.0.0.1") == "connected", reach
+    assert all(r == "ConnectionRefusedError" for r in reach.values()), reach

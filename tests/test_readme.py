@@ -4,6 +4,8 @@ Each code block in README.md is preceded by a marker line:
     <!-- readme: fresh-machine ... -->   the first block: exactly the two commands CI runs
     <!-- readme: run -->                  run with bash from the checkout, in this venv
     <!-- readme: python (...) -->        Python: compiled (a fragment, not a program)
+    <!-- readme: cluster (...) -->       run by tests/test_cluster.py on node1 of its simulated
+                                          cluster, in the mpich venv (Slurm commands)
     <!-- readme: not here (reason) -->    cannot run on this machine, and why
 A block without a marker fails, so a new command cannot go untested.
 """
@@ -16,7 +18,7 @@ import pytest
 from conftest import EXPECTED_FAMILY, ROOT, explain, free_port, run
 
 README = os.path.join(ROOT, "README.md")
-MARKER = re.compile(r"<!-- readme: (fresh-machine|run|python|not here)\b(.*?)-->")
+MARKER = re.compile(r"<!-- readme: (fresh-machine|run|python|cluster|not here)\b(.*?)-->")
 
 
 def blocks():
@@ -41,8 +43,8 @@ def test_every_block_is_marked():
     unmarked = [line for line, kind, _, _ in blocks() if kind is None]
     assert not unmarked, f"README.md code blocks without a <!-- readme: ... --> marker at lines {unmarked}"
     for line, kind, rest, _ in blocks():
-        if kind == "not here":
-            assert re.fullmatch(r"\(.+\)", rest), f"line {line}: say why it cannot run here, in parentheses"
+        if kind in ("not here", "cluster"):
+            assert re.fullmatch(r"\(.+\)", rest), f"line {line}: say how or why not, in parentheses"
 
 
 def test_first_block_is_the_two_fresh_machine_commands():

@@ -148,9 +148,10 @@ def test_launcher_of_another_mpi_is_named_before_init():
 
 
 def test_world_of_one_under_a_launcher_of_more_is_an_error():
-    # srun (simulated) started 3 tasks, but MPI initialized a singleton.
+    # srun (simulated) started 3 tasks without a PMI plugin (--mpi=none), so MPI initialized a
+    # singleton: the fix is the plugin (tests/test_cluster.py runs the real srun --mpi=none).
     env = {"SLURM_STEP_NUM_TASKS": "3", "SLURM_PROCID": "2"}
     proc = policy("thread-level", "THREAD_MULTIPLE", env=env)
     assert proc.returncode == 1, explain(proc)
-    assert "process 2 of 3 was started by Slurm's srun" in proc.stderr, explain(proc)
-    assert "sees a world of 1" in proc.stderr, explain(proc)
+    assert "process 2 of 3 was started by srun without a PMI plugin" in proc.stderr, explain(proc)
+    assert "Fix: srun --mpi=pmi2" in proc.stderr, explain(proc)

@@ -29,7 +29,7 @@ if case == "choose-fails" and rank_env == 0:  # something unforeseen on rank 0 d
 
     def broken(*args, **kwargs):
         raise OSError("no addresses at all")
-    coordinator.choose = broken
+    coordinator.on_one_host = broken
 
 if case == "hello-fails" and rank_env == 1:  # something unforeseen on rank 1 during the meeting
     from mpi_collectives import meeting
