@@ -159,7 +159,7 @@ static void tell_self_watcher(char what) {
 MPIABI_EXPORT int mpic_watch_self_finished(void) { tell_self_watcher('f'); return 0; }
 MPIABI_EXPORT int mpic_watch_self_quiet(void) { tell_self_watcher('q'); return 0; }
 
-#define MAX_LINE 640
+#define MAX_LINE 1024
 
 /* Every process of this job on the node (this rank included) ends: the
  * watcher that sees exactly one of them gone knows which ended first. */
@@ -175,7 +175,8 @@ MPIABI_EXPORT int mpic_watch_self(const int *ranks, const int *pids, int n, int 
     int pid = i < n ? pids[i] : (int)getpid();
     lens[i] = snprintf(lines + (size_t)i * MAX_LINE, MAX_LINE,
                        "mpi-collectives: error: rank %d/%d (pid %d on %s) ended before finishing its program: "
-                       "killed by a signal (SIGKILL, the out-of-memory killer), crashed, or called os._exit. "
+                       "killed by a signal (SIGKILL, the out-of-memory killer), crashed, called os._exit, or was "
+                       "aborted (by JAX when another node stopped answering, or by its MPI library). "
                        "It was the first process of this job on %s to end; the launcher ends the others. "
                        "Fix: see that rank's own output, and dmesg for the out-of-memory killer.\n",
                        r, size, pid, host, host);
