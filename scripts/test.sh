@@ -22,13 +22,14 @@ for config in $configs; do
   case $config in
     standard) wheel=mpich; export MPI_COLLECTIVES_ABI=standard; family=standard ;;
     impi) wheel=impi; unset MPI_COLLECTIVES_ABI; family=mpich ;;
-    jax-*) wheel=mpich; unset MPI_COLLECTIVES_ABI; family=mpich; jax_version=${config#jax-}; tests=$VERSION_DEPENDENT ;;
+    jax-*) wheel=mpich; unset MPI_COLLECTIVES_ABI; family=mpich; jax_version=${config#jax-}; tests=$VERSION_DEPENDENT
+           ;;
     *) wheel=$config; unset MPI_COLLECTIVES_ABI; family=$config ;;
   esac
   venv=$(bash "$root/scripts/setup_env.sh" "$wheel" $jax_version)
   echo "== $config: $(cd /tmp && "$venv/bin/python" -m mpi_collectives info | grep -E '^library' | tr -s ' ')"
   # From the tests folder, so that the installed package, not the source tree, is imported.
-  if (cd "$root/tests" && MPI_COLLECTIVES_TEST_FAMILY=$family \
+  if (cd "$root/tests" && MPI_COLLECTIVES_TEST_FAMILY=$family MPI_COLLECTIVES_TEST_CONFIG=$config \
         "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$@" $tests); then
     result=passed
   else

@@ -26,6 +26,10 @@ for _k, _v in {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": 
 
 # The ABI family the suite is run against (scripts/test.sh sets it per venv).
 EXPECTED_FAMILY = os.environ.get("MPI_COLLECTIVES_TEST_FAMILY", "mpich")
+# The configuration of scripts/test.sh (mpich, impi, openmpi, standard,
+# jax-<version>): tests whose answer cannot depend on it run in "mpich" only.
+TEST_CONFIG = os.environ.get("MPI_COLLECTIVES_TEST_CONFIG", "mpich")
+ONCE = TEST_CONFIG == "mpich"
 
 # mpi4py's wheels hold builds for the MPICH and Open MPI ABIs only: with the
 # standard ABI it would load MPICH's libmpi.so.12 beside libmpi_abi.so.1.
