@@ -113,7 +113,9 @@ def test_mpi4py_and_jax_in_one_process(order, jax_env):
 
 @pytest.mark.jax
 def test_no_mpi_library_one_line_and_nonzero_exit(jax_env):
-    env = dict(jax_env, MPI_COLLECTIVES_LIBMPI="/nonexistent/libmpi.so.12")
+    # A rank that dies before MPI is up cannot take the others with it; Intel MPI's launcher then
+    # waits for them, and they wait for the dead rank in JAX's start-up exchange: shorten that.
+    env = dict(jax_env, MPI_COLLECTIVES_LIBMPI="/nonexistent/libmpi.so.12", FIRST_PSUM_INIT_TIMEOUT="20")
     proc = mpirun(2, [PY, os.path.join(PROGRAMS, "first_psum.py")], env=env)
     assert proc.returncode != 0, explain(proc)
     lines = [line for line in proc.stderr.splitlines() if line.startswith("mpi-collectives:")]
@@ -126,7 +128,9 @@ def test_no_mpi_library_one_line_and_nonzero_exit(jax_env):
 
 @pytest.mark.jax
 def test_import_jax_works_without_mpi_library(jax_env):
-    env = dict(jax_env, MPI_COLLECTIVES_LIBMPI="/nonexistent/libmpi.so.12")
+    # A rank that dies before MPI is up cannot take the others with it; Intel MPI's launcher then
+    # waits for them, and they wait for the dead rank in JAX's start-up exchange: shorten that.
+    env = dict(jax_env, MPI_COLLECTIVES_LIBMPI="/nonexistent/libmpi.so.12", FIRST_PSUM_INIT_TIMEOUT="20")
     proc = run([PY, "-c", "import jax, jax.numpy as jnp; print(int(jnp.arange(4).sum()))"], env=env)
     assert proc.returncode == 0 and proc.stdout.strip() == "6", explain(proc)
 

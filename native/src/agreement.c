@@ -45,6 +45,12 @@ void mpic_agreement_track(MPIABI_Comm comm) {
   if (!mpic_settings.check_collectives || comm == MPIABI_COMM_NULL) return;
   if (world_rank < 0) MPIABI_Comm_rank(MPIABI_COMM_WORLD, &world_rank);
   MPIABI_Comm_set_errhandler(comm, MPIABI_ERRORS_RETURN);
+  /* Intel MPI 2021 raises an error found in MPI_Wait (a truncated receive) on
+   * MPI_COMM_WORLD's handler, not the request's communicator's: without this
+   * it aborts the rank itself, before the wrapper can say what happened. */
+  static int world_returns = 0;
+  if (!__atomic_exchange_n(&world_returns, 1, __ATOMIC_SEQ_CST))
+    MPIABI_Comm_set_errhandler(MPIABI_COMM_WORLD, MPIABI_ERRORS_RETURN);
   pthread_mutex_lock(&comms_lock);
   if (ncomms < MAX_COMMS) {
     comms[ncomms] = comm;

@@ -17,7 +17,9 @@ def first_psum(n: int = 8) -> int:
     rank, size = launcher_rank_size()
     # (jax before 0.4.3x reads this option only from its config, not from the environment)
     jax.config.update("jax_cpu_collectives_implementation", os.environ["JAX_CPU_COLLECTIVES_IMPLEMENTATION"])
-    jax.distributed.initialize(f"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}", size, rank)
+    # (a test whose ranks fail on purpose shortens JAX's own wait for the others)
+    jax.distributed.initialize(f"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}", size, rank,
+                               initialization_timeout=int(os.environ.get("FIRST_PSUM_INIT_TIMEOUT", "300")))
     mesh = Mesh(np.array(jax.devices()), ("x",))
     f = jax.jit(jax_compat.shard_map()(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
     x = jax_compat.process_local_array(NamedSharding(mesh, P("x")), np.full((1, n), rank + 1, np.float32))
