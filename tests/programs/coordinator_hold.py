@@ -18,9 +18,11 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
+from mpi_collectives.jax_compat import process_local_array, shard_map  # noqa: E402
+
 mesh = Mesh(np.array(jax.devices()), ("x",))
-psum = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
-x = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")), np.full((1, 1000), info.rank + 1, np.int32))
+psum = jax.jit(shard_map()(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+x = process_local_array(NamedSharding(mesh, P("x")), np.full((1, 1000), info.rank + 1, np.int32))
 expected = info.size * (info.size + 1) // 2
 assert (np.asarray(psum(x).addressable_data(0)) == expected).all()
 print(f"READY rank {info.rank} of {info.size} host {socket.gethostname()} coordinator {info.coordinator}",
