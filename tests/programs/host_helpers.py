@@ -9,6 +9,8 @@ info = mpi_collectives.initialize()
 import jax  # noqa: E402
 from jax.experimental import multihost_utils as mhu  # noqa: E402
 
+from mpi_collectives.jax_compat import version_tuple  # noqa: E402
+
 rank, size = info.rank, info.size
 tree = {"w": np.arange(6, dtype=np.float32).reshape(2, 3) + rank, "step": np.int32(10 * rank),
         "flags": np.array([rank % 2 == 0, True])}
@@ -17,7 +19,7 @@ tree = {"w": np.arange(6, dtype=np.float32).reshape(2, 3) + rank, "step": np.int
 # Before jax 0.4.31 multihost_utils' broadcast returned bool and 8- and 16-bit
 # integer leaves widened to int32; ours keep the dtype they were given, as
 # multihost_utils does since.
-OLD_JAX_BOOL = tuple(int(p) for p in jax.__version__.split(".")[:3]) < (0, 4, 31)
+OLD_JAX_BOOL = version_tuple(jax.__version__) < (0, 4, 31)
 
 
 def same(a, b):
