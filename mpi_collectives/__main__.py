@@ -35,12 +35,22 @@ def native_info() -> dict:
     return info
 
 
+def tunings_initialize_would_apply(rank: int, size: int) -> list:
+    """tuning.py's decisions for this rank, under the current settings, without applying them."""
+    from . import mpi, settings, tuning
+
+    chosen = settings.read()
+    return [tuning.keep_freed_memory(chosen.keep_memory, apply=False),
+            tuning.bind_cpus(rank, size, mpi.allgather, chosen.bind_cpus, apply=False)]
+
+
 def cmd_info(args) -> int:
     info = native_info()
     if info["family"] != "none" and args.init:
         from . import mpi
         info["thread_level"] = mpi.thread_level_name(mpi.init())
         info["rank"], info["size"] = mpi.rank_size()
+        info["tunings"] = tunings_initialize_would_apply(info["rank"], info["size"])
         if info["rank"] != 0:
             return 0
     if args.json:
@@ -49,6 +59,8 @@ def cmd_info(args) -> int:
         for key, value in info.items():
             if key == "missing_functions":
                 value = ", ".join(value) or "none"
+            if key == "tunings":
+                value = "; ".join(value)
             print(f"{key:20s} {value}")
     if info["family"] == "none":
         from . import mpi

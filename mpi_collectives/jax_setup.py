@@ -16,7 +16,8 @@ import os
 import sys
 import threading
 
-from . import coordinator, exit_hooks, jax_compat, meeting, mpi, narrow_dtypes, peers, settings as _settings
+from . import coordinator, exit_hooks, jax_compat, meeting, mpi, narrow_dtypes, peers, tuning
+from . import settings as _settings
 from ._paths import libpath
 from .ending import end_job
 from .errors import InitializeError
@@ -35,6 +36,7 @@ class Info:
     thread_level: str
     coordinator: str
     wrapper: str
+    tunings: tuple = ()  # what tuning.py applied, or why not, one line each
 
 
 _INFO = None
@@ -139,6 +141,8 @@ def initialize(**kwargs) -> Info:
     family = mpi.family()
     if family == "none":
         raise InitializeError("mpi-collectives: " + mpi.not_loaded_message())
+    # Before MPI and JAX allocate: their buffers are served the same way.
+    tunings = [tuning.keep_freed_memory(settings.keep_memory)]
     level = mpi.thread_level_name(_init_mpi_or_end_job(settings))
     rank, size = mpi.rank_size()
     log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")
@@ -151,6 +155,10 @@ def initialize(**kwargs) -> Info:
                 f"{type(e).__name__}: {e}. Fix: see the error; every rank of the job has been stopped.")
     address = choice.address
     log(f"coordinator {address}, listening on {choice.bind or 'every interface'}")
+    # Before JAX creates its backend, whose thread pool takes this thread's CPU set.
+    tunings.append(tuning.bind_cpus(rank, size, mpi.allgather, settings.bind_cpus))
+    for line in tunings:
+        log(line)
 
     import jax
     jax.config.update("jax_cpu_collectives_implementation", "mpi")
@@ -173,7 +181,7 @@ def initialize(**kwargs) -> Info:
     # to stop (launcher, scancel, timeout) must stop.
     mpi.stop_on_sigterm(rank, size)
     _INFO = Info(rank=rank, size=size, library=mpi.library(), family=family, thread_level=level,
-                 coordinator=address, wrapper=libpath())
+                 coordinator=address, wrapper=libpath(), tunings=tuple(tunings))
     if settings.abort_on_exception:
         exit_hooks.abort_on_uncaught_exceptions(rank, size)
     if settings.watch_peers:

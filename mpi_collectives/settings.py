@@ -72,6 +72,15 @@ TABLE = {
     "exit_timeout": Setting("MPI_COLLECTIVES_EXIT_TIMEOUT", 30, False,
                             "seconds a rank may wait for other ranks (in MPI, or in JAX's start-up exchange) after "
                             "another rank has finished its program, before the job is ended; 0: no limit", (0, WEEK)),
+    "bind_cpus": Setting("MPI_COLLECTIVES_BIND_CPUS", 1, False,
+                         "1: when the ranks on a node all share one CPU set (the launcher bound nothing), each "
+                         "rank binds itself and JAX's threads to its own slice of it, whole cores first; a "
+                         "binding by the launcher or by you is kept. 0: never bind", SWITCH),
+    "keep_memory": Setting("MPI_COLLECTIVES_KEEP_MEMORY", 1, False,
+                           "1: glibc's malloc keeps freed large blocks for reuse (M_MMAP_MAX=0, M_TRIM_THRESHOLD="
+                           "1 GiB), so JAX's fresh output buffers do not page-fault on every call; skipped when "
+                           "MALLOC_*_ or GLIBC_TUNABLES malloc settings are set, or malloc is not glibc's. "
+                           "0: glibc's defaults", SWITCH),
 }
 
 

@@ -77,5 +77,6 @@ if case == "rank-raises" and info.rank == 1:
 if case == "rank-raises":
     f(x).block_until_ready()  # the others wait for rank 1 in the next collective
 
+print(f"TUNINGS rank {info.rank} cpus {sorted(os.sched_getaffinity(0))} | " + " | ".join(info.tunings), flush=True)
 print(f"PASS {case} rank {info.rank} of {info.size} coordinator {info.coordinator} "
       f"family {info.family} thread {info.thread_level}", flush=True)

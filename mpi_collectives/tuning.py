@@ -1,0 +1,162 @@
+"""What initialize() changes in the process for speed, each measured in the
+benchmark (README "Tunings") and each switched off by its setting:
+
+- CPU binding (MPI_COLLECTIVES_BIND_CPUS): when the ranks on a node all
+  share one CPU set (the launcher bound nothing: MPICH's Hydra by default),
+  each takes its own slice of it, whole cores first. Unbound, XLA's thread
+  pool of each rank spins on every core and steals cycles from the rank
+  that is inside MPI (on 2 ranks x 2 cores, a 64 KiB psum took 151 us
+  unbound and 65 us bound). A launcher's or user's binding is never
+  changed: any difference between the ranks' CPU sets leaves them as
+  they are.
+- Keeping freed memory (MPI_COLLECTIVES_KEEP_MEMORY): glibc returns every
+  freed block over its mmap threshold (32 MiB at most) to the OS, so each
+  large output buffer JAX allocates page-faults afresh (a 16 MiB
+  all-gather: 24 ms, of which 20 ms was JAX's output buffer; 4.4-5.4 ms
+  with freed memory kept). mallopt(M_MMAP_MAX, 0) serves large blocks from
+  the heap, where freed ones are reused; M_TRIM_THRESHOLD bounds what is
+  kept unused at the heap's top. Skipped when the user set glibc's malloc
+  variables, or when malloc is not glibc's (jemalloc, tcmalloc preloaded).
+
+The thread pool's size is fixed when JAX creates its backend, from the
+CPU set of the thread that creates it: binding must come before that,
+which initialize() guarantees.
+"""
+import ctypes
+import ctypes.util
+import os
+import socket
+
+import numpy as np
+
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+TRIM_THRESHOLD = 1 << 30  # unused memory kept at the heap's top, at most
+MAX_CPUS = 4096           # CPU numbers a rank can report to the others
+HOST_BYTES = 256
+_GLIBC_MALLOC_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_",
+                           "MALLOC_TOP_PAD_", "MALLOC_ARENA_MAX")
+
+
+# ---- keeping freed memory ----
+
+def _glibc():
+    """glibc, when it is the malloc this process uses; else None."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        default = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # glibc's own: musl and others lack it
+    except (OSError, AttributeError):
+        return None
+    ours = ctypes.cast(default.malloc, ctypes.c_void_p).value
+    theirs = ctypes.cast(libc.malloc, ctypes.c_void_p).value
+    return libc if ours == theirs else None
+
+
+def keep_memory_reason(environ=os.environ):
+    """Why freed memory cannot or must not be kept (None: it can)."""
+    users = [v for v in _GLIBC_MALLOC_VARIABLES if v in environ]
+    if "glibc.malloc." in environ.get("GLIBC_TUNABLES", ""):
+        users.append("GLIBC_TUNABLES")
+    if users:
+        return f"left to your {', '.join(users)}"
+    if _glibc() is None:
+        return "malloc is not glibc's"
+    return None
+
+
+def keep_freed_memory(enabled=True, apply=True, environ=os.environ) -> str:
+    """Apply it (with apply=False only decide); what was done, in words for Info and the log."""
+    if not enabled:
+        return "keep-memory: off (MPI_COLLECTIVES_KEEP_MEMORY=0)"
+    reason = keep_memory_reason(environ)
+    if reason:
+        return f"keep-memory: not applied ({reason})"
+    if not apply:
+        return f"keep-memory: would set M_MMAP_MAX=0, M_TRIM_THRESHOLD={TRIM_THRESHOLD}"
+    libc = _glibc()
+    if not (libc.mallopt(M_MMAP_MAX, 0) and libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)):
+        return "keep-memory: not applied (mallopt refused)"
+    return f"keep-memory: mallopt M_MMAP_MAX=0, M_TRIM_THRESHOLD={TRIM_THRESHOLD}"
+
+
+# ---- CPU binding ----
+
+def _topology_key(cpu: int):
+    """Sorts CPUs so that hardware threads of one core, then cores of one package, are adjacent."""
+    def read(name):
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/{name}") as f:
+                return int(f.read())
+        except (OSError, ValueError):
+            return -1
+    return (read("physical_package_id"), read("core_id"), cpu)
+
+
+def slices(cpus, local_size: int):
+    """`cpus` (one shared set) cut into local_size equal slices, whole cores kept together where
+    the counts allow; the CPUs left over by the division are not used."""
+    ordered = sorted(cpus, key=_topology_key)
+    each = len(ordered) // local_size
+    return [sorted(ordered[i * each:(i + 1) * each]) for i in range(local_size)]
+
+
+def _record(host: str, cpus) -> np.ndarray:
+    out = np.zeros(HOST_BYTES + MAX_CPUS // 8, np.uint8)
+    name = host.encode()[:HOST_BYTES - 1]
+    out[:len(name)] = np.frombuffer(name, np.uint8)
+    bits = np.zeros(MAX_CPUS, np.uint8)
+    bits[[c for c in cpus if c < MAX_CPUS]] = 1
+    out[HOST_BYTES:] = np.packbits(bits)
+    return out
+
+
+def _parse(record: np.ndarray):
+    host = bytes(record[:HOST_BYTES]).split(b"\0", 1)[0].decode(errors="replace")
+    cpus = frozenset(np.flatnonzero(np.unpackbits(record[HOST_BYTES:])).tolist())
+    return host, cpus
+
+
+def binding_for(rank: int, records) -> tuple:
+    """(this rank's new CPU set or None, why): from every rank's (host, CPU set)."""
+    host, mine = records[rank]
+    local = [r for r, (h, _) in enumerate(records) if h == host]
+    if len(local) < 2:
+        return None, "one rank on this node"
+    if any(records[r][1] != mine for r in local):
+        return None, "the launcher or you bound the ranks already"
+    if len(mine) < len(local):
+        return None, f"{len(local)} ranks share {len(mine)} CPUs"
+    return set(slices(mine, len(local))[local.index(rank)]), f"{len(local)} ranks on this node"
+
+
+def bind_cpus(rank: int, size: int, allgather, enabled=True, apply=True) -> str:
+    """Bind this thread (and the threads it starts later: JAX's) to its slice of the node's CPUs,
+    decided from every rank's host and CPU set; collective over the job unless disabled. What
+    was done, in words."""
+    if not enabled:
+        return "bind-cpus: off (MPI_COLLECTIVES_BIND_CPUS=0)"
+    cpus = os.sched_getaffinity(0)
+    records = [_parse(r) for r in allgather(_record(socket.gethostname(), cpus), size)]
+    chosen, why = binding_for(rank, records)
+    if chosen is None:
+        return f"bind-cpus: not applied ({why})"
+    if not apply:
+        return f"bind-cpus: would bind rank {rank} to CPUs {_ranges(chosen)} of {_ranges(cpus)} ({why})"
+    try:
+        os.sched_setaffinity(0, chosen)
+    except OSError as e:  # CPUs taken away meanwhile (cgroups): run as the launcher left us
+        return f"bind-cpus: not applied (sched_setaffinity: {e.strerror})"
+    return f"bind-cpus: CPUs {_ranges(chosen)} of {_ranges(cpus)} ({why})"
+
+
+def _ranges(cpus) -> str:
+    """1,2,3,7 -> '1-3,7'."""
+    out, run = [], []
+    for c in sorted(cpus):
+        if run and c != run[-1] + 1:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+            run = []
+        run.append(c)
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
