@@ -72,11 +72,9 @@ def _bits(dtype) -> int:
 def _active() -> bool:
     """JAX's collectives go over MPI and there is more than one process."""
     import jax
-    try:
-        impl = jax.config.jax_cpu_collectives_implementation
-    except AttributeError:  # older names of the setting
-        impl = getattr(jax.config, "jax_cpu_collectives_implementation", None)
-    return impl == "mpi" and jax.process_count() > 1
+
+    from .jax_compat import collectives_implementation
+    return collectives_implementation() == "mpi" and jax.process_count() > 1
 
 
 def _tables():
@@ -218,22 +216,11 @@ def _make_rule(name, original, treatment):
     return rule
 
 
-NEEDS_JAX = (0, 6, 0)
-
-
 def install() -> list:
     """Register the rules (once; a second call does nothing). Returns the names installed.
     Never raises: what cannot be done here is logged in one line and left as JAX has it."""
     if _installed:
         return sorted(_installed)
-    from . import jax_compat
-    jax_version = jax_compat.installed_jax() or "0"
-    if jax_compat.version_tuple(jax_version) < NEEDS_JAX:
-        # Tested from 0.6.2; with jax 0.4.27 XLA's CPU runtime aborted in the
-        # widened all-reduce. XLA's own refusal of float16 stays.
-        log(f"float16/float8 collectives over MPI need jax {'.'.join(map(str, NEEDS_JAX))} or newer "
-            f"(this is {jax_version}); XLA refuses them as before", level=1)
-        return []
     try:
         from jax.interpreters import mlir
         found = _find_primitives()
