@@ -143,6 +143,7 @@ def initialize(**kwargs) -> Info:
         raise InitializeError("mpi-collectives: " + mpi.not_loaded_message())
     # Before MPI and JAX allocate: their buffers are served the same way.
     tunings = [tuning.keep_freed_memory(settings.keep_memory)]
+    tunings.append(tuning.one_arena(tunings[0]))
     level = mpi.thread_level_name(_init_mpi_or_end_job(settings))
     rank, size = mpi.rank_size()
     log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")
@@ -157,6 +158,7 @@ def initialize(**kwargs) -> Info:
     log(f"coordinator {address}, listening on {choice.bind or 'every interface'}")
     # Before JAX creates its backend, whose thread pool takes this thread's CPU set.
     tunings.append(tuning.bind_cpus(rank, size, mpi.allgather, settings.bind_cpus))
+    tunings = [line for line in tunings if line]
     for line in tunings:
         log(line)
 

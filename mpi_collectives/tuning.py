@@ -17,6 +17,14 @@ benchmark (README "Tunings") and each switched off by its setting:
   the heap, where freed ones are reused; M_TRIM_THRESHOLD bounds what is
   kept unused at the heap's top. Skipped when the user set glibc's malloc
   variables, or when malloc is not glibc's (jemalloc, tcmalloc preloaded).
+  On a rank that starts with at most ONE_ARENA_UP_TO CPUs, also
+  M_ARENA_MAX=1 (glibc fixes its arena limit when the first thread asks for
+  an arena, so this must come before MPI and JAX start threads, which is
+  before binding; the CPU set the rank starts with decides): XLA's pool threads then allocate from the main heap too,
+  where large freed blocks stay (in a thread's own arena, of at most 64 MiB
+  per heap, they were unmapped and page-faulted again: a 64 MiB all-reduce
+  took 80 ms, 27 ms in one arena). With more CPUs per rank, contention on
+  the one arena's lock could cost more; it is left at glibc's default.
 
 The thread pool's size is fixed when JAX creates its backend, from the
 CPU set of the thread that creates it: binding must come before that,
@@ -29,7 +37,8 @@ import socket
 
 import numpy as np
 
-M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+M_TRIM_THRESHOLD, M_MMAP_MAX, M_ARENA_MAX = -1, -4, -8
+ONE_ARENA_UP_TO = 4  # CPUs of a rank: where one malloc arena was measured (1 and 2 CPUs), and more
 TRIM_THRESHOLD = 1 << 30  # unused memory kept at the heap's top, at most
 MAX_CPUS = 4096           # CPU numbers a rank can report to the others
 HOST_BYTES = 256
@@ -77,6 +86,18 @@ def keep_freed_memory(enabled=True, apply=True, environ=os.environ) -> str:
     if not (libc.mallopt(M_MMAP_MAX, 0) and libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)):
         return "keep-memory: not applied (mallopt refused)"
     return f"keep-memory: mallopt M_MMAP_MAX=0, M_TRIM_THRESHOLD={TRIM_THRESHOLD}"
+
+
+def one_arena(kept: str) -> str:
+    """Right after keep_freed_memory applied, before any thread: M_ARENA_MAX=1 on a rank with few CPUs."""
+    if not kept.startswith("keep-memory: mallopt"):
+        return ""
+    cpus = len(os.sched_getaffinity(0))
+    if cpus > ONE_ARENA_UP_TO:
+        return f"one-arena: not applied ({cpus} CPUs, more than {ONE_ARENA_UP_TO})"
+    if not _glibc().mallopt(M_ARENA_MAX, 1):
+        return "one-arena: not applied (mallopt refused)"
+    return f"one-arena: mallopt M_ARENA_MAX=1 ({cpus} CPU{'' if cpus == 1 else 's'})"
 
 
 # ---- CPU binding ----
