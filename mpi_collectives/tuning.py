@@ -18,12 +18,12 @@ benchmark (README "Tunings") and each switched off by its setting:
   kept unused at the heap's top. Skipped when the user set glibc's malloc
   variables, or when malloc is not glibc's (jemalloc, tcmalloc preloaded).
   On a rank that starts with at most ONE_ARENA_UP_TO CPUs, also
-  M_ARENA_MAX=1 (glibc fixes its arena limit when the first thread asks for
-  an arena, so this must come before MPI and JAX start threads, which is
-  before binding; the CPU set the rank starts with decides): XLA's pool threads then allocate from the main heap too,
-  where large freed blocks stay (in a thread's own arena, of at most 64 MiB
-  per heap, they were unmapped and page-faulted again: a 64 MiB all-reduce
-  took 80 ms, 27 ms in one arena). With more CPUs per rank, contention on
+  M_ARENA_MAX=1, so that XLA's pool threads allocate from the main heap
+  too, where large freed blocks stay (in a thread's own arena, of at most
+  64 MiB per heap, they were unmapped and page-faulted again: a 64 MiB
+  all-reduce took 80 ms, 27 ms in one arena). glibc fixes its arena limit
+  when the first thread asks for an arena, so this comes before MPI and JAX
+  start threads, before binding: the CPU set the rank starts with decides. With more CPUs per rank, contention on
   the one arena's lock could cost more; it is left at glibc's default.
 
 The thread pool's size is fixed when JAX creates its backend, from the
