@@ -40,8 +40,10 @@ def tunings_initialize_would_apply(rank: int, size: int) -> list:
     from . import mpi, settings, tuning
 
     chosen = settings.read()
-    return [tuning.keep_freed_memory(chosen.keep_memory, apply=False),
-            tuning.bind_cpus(rank, size, mpi.allgather, chosen.bind_cpus, apply=False)]
+    kept = tuning.keep_freed_memory(chosen.keep_memory, apply=False)
+    lines = [kept, tuning.one_arena(kept, apply=False),
+             tuning.bind_cpus(rank, size, mpi.allgather, chosen.bind_cpus, apply=False)]
+    return [line for line in lines if line]
 
 
 def cmd_info(args) -> int:

@@ -32,6 +32,7 @@ which initialize() guarantees.
 """
 import ctypes
 import ctypes.util
+import functools
 import os
 import socket
 
@@ -48,6 +49,7 @@ _GLIBC_MALLOC_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "
 
 # ---- keeping freed memory ----
 
+@functools.lru_cache(maxsize=None)
 def _glibc():
     """glibc, when it is the malloc this process uses; else None."""
     try:
@@ -88,13 +90,16 @@ def keep_freed_memory(enabled=True, apply=True, environ=os.environ) -> str:
     return f"keep-memory: mallopt M_MMAP_MAX=0, M_TRIM_THRESHOLD={TRIM_THRESHOLD}"
 
 
-def one_arena(kept: str) -> str:
-    """Right after keep_freed_memory applied, before any thread: M_ARENA_MAX=1 on a rank with few CPUs."""
-    if not kept.startswith("keep-memory: mallopt"):
+def one_arena(kept: str, apply=True) -> str:
+    """Right after keep_freed_memory applied (or, with apply=False, would apply), before any thread:
+    M_ARENA_MAX=1 on a rank with few CPUs. "" when keeping memory is off or not applied."""
+    if not kept.startswith(("keep-memory: mallopt", "keep-memory: would set")):
         return ""
     cpus = len(os.sched_getaffinity(0))
     if cpus > ONE_ARENA_UP_TO:
         return f"one-arena: not applied ({cpus} CPUs, more than {ONE_ARENA_UP_TO})"
+    if not apply:
+        return f"one-arena: would set M_ARENA_MAX=1 ({cpus} CPU{'' if cpus == 1 else 's'})"
     if not _glibc().mallopt(M_ARENA_MAX, 1):
         return "one-arena: not applied (mallopt refused)"
     return f"one-arena: mallopt M_ARENA_MAX=1 ({cpus} CPU{'' if cpus == 1 else 's'})"
