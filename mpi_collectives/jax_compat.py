@@ -7,11 +7,20 @@ were one jax.
 - jaxlib's bundled MPItrampoline lives in xla_extension.so up to 0.5 and in
   libjax_common.so from 0.6; both reference the same MPIABI names.
 - shard_map is jax.shard_map from 0.6, jax.experimental.shard_map.shard_map before.
+- Several CPU devices per process work over MPI from jax 0.6 (LOCAL_DEVICES_JAX).
+- The number of CPU devices per process is jax_num_cpu_devices (JAX_NUM_CPU_DEVICES)
+  from 0.4.31; before, and when that is unset, XLA_FLAGS'
+  --xla_force_host_platform_device_count.
 """
 import os
 import re
 
 MINIMUM_JAX = (0, 4, 27)
+# Several CPU devices per process over MPI: with jax 0.4.27 one of a process's
+# two devices did not ask for its communicator of a new group (its XLA caches
+# them in a map the device threads change without a lock); 0.6.2 and 0.10.2
+# (a locked clique cache) run every case of tests/test_local_devices.py.
+LOCAL_DEVICES_JAX = (0, 6, 0)
 # The libraries in jaxlib's folder that may hold MPItrampoline, newest layout first.
 _TRAMPOLINE_HOSTS = ("libjax_common.so", "xla_extension.so")
 
@@ -90,3 +99,17 @@ def collectives_implementation() -> str:
     """The value of jax_cpu_collectives_implementation in this process."""
     import jax
     return jax.config._read("jax_cpu_collectives_implementation")
+
+
+def configured_cpu_devices() -> int:
+    """The CPU devices per process JAX's settings ask for, read without creating
+    the backend (which must come after initialize())."""
+    import jax
+    try:
+        wanted = jax.config._read("jax_num_cpu_devices")
+    except (AttributeError, KeyError):
+        wanted = -1
+    if wanted is not None and int(wanted) >= 0:
+        return max(int(wanted), 1)
+    found = re.findall(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
+    return max(int(found[-1]), 1) if found else 1

@@ -37,9 +37,11 @@ class Info:
     coordinator: str
     wrapper: str
     tunings: tuple = ()  # what tuning.py applied, or why not, one line each
+    local_devices: int = 1  # CPU devices per process, from JAX's settings at initialize()
 
 
 _INFO = None
+MAX_LOCAL_DEVICES = 8  # native/src/device_groups.h
 
 
 def _jax_loaded() -> bool:
@@ -118,6 +120,35 @@ def _init_mpi_or_end_job(settings) -> int:
         watchdog.cancel()
 
 
+def _agree_on_local_devices(rank: int, size: int) -> int:
+    """CPU devices per process, from JAX's settings, the same on every rank
+    (checked here, where it can still be said before JAX starts); the native
+    layer needs it before XLA's first collective (device_groups.c)."""
+    import numpy as np
+    devices = jax_compat.configured_cpu_devices()
+    every = mpi.allgather(np.array([devices], np.int32), size)[:, 0]
+    how = ("set JAX_NUM_CPU_DEVICES (or jax.config.update('jax_num_cpu_devices', N), or XLA_FLAGS="
+           "--xla_force_host_platform_device_count=N) to the same N on every rank before initialize()")
+    if len(set(every.tolist())) > 1:
+        counts = ", ".join(f"rank {r}: {n}" for r, n in enumerate(every.tolist()) if n != every[0] or r == 0)
+        raise InitializeError(f"mpi-collectives: the ranks ask JAX for different numbers of CPU devices per process "
+                              f"({counts}); every process must have the same number. Fix: {how}.")
+    if devices > MAX_LOCAL_DEVICES:
+        raise InitializeError(f"mpi-collectives: {devices} CPU devices per process; collectives over MPI support "
+                              f"1 to {MAX_LOCAL_DEVICES}. Fix: {how}, with N at most {MAX_LOCAL_DEVICES}, and "
+                              "start more processes instead.")
+    if devices > 1 and jax_compat.version_tuple(jax_compat.installed_jax()) < jax_compat.LOCAL_DEVICES_JAX:
+        need = ".".join(map(str, jax_compat.LOCAL_DEVICES_JAX))
+        raise InitializeError(f"mpi-collectives: {devices} CPU devices per process need jax {need} or newer over "
+                              f"MPI (jax {jax_compat.installed_jax()}'s XLA creates the communicators of a "
+                              f"process's devices from several threads without a lock). Fix: pip install "
+                              f"'jax>={need}', or use one CPU device per process.")
+    mpi.set_local_devices(devices)
+    if devices > 1:
+        log(f"{devices} CPU devices per process: collectives go through device groups")
+    return devices
+
+
 def initialize(**kwargs) -> Info:
     """Make JAX's CPU collectives run over MPI in this process; call it on every rank.
 
@@ -165,6 +196,7 @@ def initialize(**kwargs) -> Info:
     import jax
     jax.config.update("jax_cpu_collectives_implementation", "mpi")
     narrow_dtypes.install()  # float16/float8 collectives, which XLA refuses over MPI
+    devices = _agree_on_local_devices(rank, size)
     if rank != 0:
         coordinator.wait_until_listening(address, float(settings.timeout))
     try:
@@ -183,7 +215,7 @@ def initialize(**kwargs) -> Info:
     # to stop (launcher, scancel, timeout) must stop.
     mpi.stop_on_sigterm(rank, size)
     _INFO = Info(rank=rank, size=size, library=mpi.library(), family=family, thread_level=level,
-                 coordinator=address, wrapper=libpath(), tunings=tuple(tunings))
+                 coordinator=address, wrapper=libpath(), tunings=tuple(tunings), local_devices=devices)
     if settings.abort_on_exception:
         exit_hooks.abort_on_uncaught_exceptions(rank, size)
     if settings.watch_peers:

@@ -167,6 +167,13 @@ def init() -> int:
     return provided[0]
 
 
+def set_local_devices(n: int) -> None:
+    """Tell the native layer how many CPU devices each process has (1 to 8)."""
+    _ffi, lib = _native()
+    if lib.mpic_set_local_devices(n) != 0:
+        raise ValueError(n)
+
+
 def thread_level_name(level: int) -> str:
     """The name (one of settings.THREAD_LEVELS) of a level init() returned."""
     lib = _native()[1]

@@ -1,7 +1,7 @@
 """Configuration: one table of environment variables, each also a keyword
 argument of `initialize()` (the keyword wins). README.md shows the same table.
 
-Those the native layer reads (the rows marked native: the first seven) are
+Those the native layer reads (the rows marked native: the first nine) are
 read when it is loaded (by `import jax` or by us), so they must be in the
 environment before that.
 """
@@ -48,6 +48,10 @@ TABLE = {
                                  "check that they agree on its kind, size, dtype and reduction, and point-to-point "
                                  "arrivals are checked against what was expected; a disagreement ends the job with "
                                  "one line instead of returning wrong numbers. 0: no checks", SWITCH),
+    "devices_timeout": Setting("MPI_COLLECTIVES_DEVICES_TIMEOUT", 60, True,
+                               "with several CPU devices per process: seconds the first of a process's devices "
+                               "to reach a collective waits for the others before the job stops with a message "
+                               "(a program over only some devices)", (1, 86400)),
     "verbose": Setting("MPI_COLLECTIVES_VERBOSE", 0, True, "1: log what is loaded and decided, per rank", (0, 9)),
     "prefixes": Setting("MPI_COLLECTIVES_PREFIXES", None, True,
                         "colon-separated prefixes whose lib/ may hold the MPI library; set by "

@@ -29,6 +29,7 @@ WRAPPER_API = """
     int mpic_is_up(void);
     int mpic_stop_on_sigterm(int rank, int size);
     int mpic_thread_policy_value(void);
+    int mpic_set_local_devices(int n);
     int mpic_trampoline_attached(void);
     int mpic_wait_state(long *waiting, unsigned long *begun);
     int mpic_watch_peers(const int *ranks, const int *pids, int n, int rank, int size, const char *host);

@@ -13,6 +13,8 @@ int mpic_next_Allreduce(const void*sendbuf, void*recvbuf, int count, MPIABI_Data
 int mpic_next_Comm_create_errhandler(MPIABI_Comm_errhandler_function*comm_errhandler_fn, MPIABI_Errhandler*errhandler);
 int mpic_next_Comm_create_keyval(MPIABI_Comm_copy_attr_function*comm_copy_attr_fn, MPIABI_Comm_delete_attr_function*comm_delete_attr_fn, int*comm_keyval, void*extra_state);
 int mpic_next_Comm_free(MPIABI_Comm*comm);
+int mpic_next_Comm_rank(MPIABI_Comm comm, int*rank);
+int mpic_next_Comm_size(MPIABI_Comm comm, int*size);
 int mpic_next_Comm_split(MPIABI_Comm comm, int color, int key, MPIABI_Comm*newcomm);
 int mpic_next_File_create_errhandler(MPIABI_File_errhandler_function*file_errhandler_fn, MPIABI_Errhandler*errhandler);
 int mpic_next_Finalize(void);
@@ -21,6 +23,7 @@ int mpic_next_Init(int*argc, char***argv);
 int mpic_next_Init_thread(int*argc, char***argv, int required, int*provided);
 int mpic_next_Irecv(void*buf, int count, MPIABI_Datatype datatype, int source, int tag, MPIABI_Comm comm, MPIABI_Request*request);
 int mpic_next_Is_thread_main(int*flag);
+int mpic_next_Isend(const void*buf, int count, MPIABI_Datatype datatype, int dest, int tag, MPIABI_Comm comm, MPIABI_Request*request);
 int mpic_next_Op_create(MPIABI_User_function*user_fn, int commute, MPIABI_Op*op);
 int mpic_next_Op_free(MPIABI_Op*op);
 int mpic_next_Reduce_scatter(const void*sendbuf, void*recvbuf, const int recvcounts[], MPIABI_Datatype datatype, MPIABI_Op op, MPIABI_Comm comm);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include "agreement.h"
 #include "common.h"
+#include "device_groups.h"
 #include "end_job.h"
 #include "family.h"
 #include "log.h"
@@ -74,6 +75,7 @@ static void untrack(MPIABI_Comm comm) {
 }
 
 MPIABI_EXPORT int MPIABI_Comm_free(MPIABI_Comm *comm) {
+  if (comm && mpic_is_device_comm(*comm)) return mpic_device_comm_free(comm);
   if (comm && is_xla(*comm)) untrack(*comm);
   return mpic_next_Comm_free(comm);
 }
@@ -144,6 +146,9 @@ static void describe(uint64_t sig, char *out, size_t len) {
            type_text, count);
 }
 
+static __attribute__((noreturn)) void mpi_failed(const char *function, int code, MPIABI_Comm comm);
+void mpic_agreement_failed(const char *function, int code) { mpi_failed(function, code, MPIABI_COMM_NULL); }
+
 static __attribute__((noreturn)) void mpi_failed(const char *function, int code, MPIABI_Comm comm) {
   char text[1024] = "";
   int n = 0;
@@ -209,9 +214,16 @@ static void agree(MPIABI_Comm comm, const struct call *c) {
   if (out[0] != ~out[1]) disagree(comm, c, sig);
 }
 
+void mpic_agreement_check(MPIABI_Comm comm, int kind, int64_t count, MPIABI_Datatype type, MPIABI_Op op) {
+  if (!is_xla(comm)) return;
+  struct call c = {kind, count, type, op};
+  agree(comm, &c);
+}
+
 /* ---- XLA's collectives ---- */
 MPIABI_EXPORT int MPIABI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPIABI_Datatype datatype,
                                    MPIABI_Op op, MPIABI_Comm comm) {
+  if (mpic_is_device_comm(comm)) return mpic_device_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   if (!is_xla(comm)) return mpic_next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   struct call c = {ALL_REDUCE, count, datatype, op};
   agree(comm, &c);
@@ -222,6 +234,7 @@ MPIABI_EXPORT int MPIABI_Allreduce(const void *sendbuf, void *recvbuf, int count
 
 MPIABI_EXPORT int MPIABI_Allgather(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, void *recvbuf,
                                    int recvcount, MPIABI_Datatype recvtype, MPIABI_Comm comm) {
+  if (mpic_is_device_comm(comm)) return mpic_device_allgather(sendbuf, sendcount, sendtype, recvbuf, comm);
   if (!is_xla(comm))
     return mpic_next_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   struct call c = {ALL_GATHER, sendcount, sendtype, MPIABI_OP_NULL};
@@ -233,6 +246,7 @@ MPIABI_EXPORT int MPIABI_Allgather(const void *sendbuf, int sendcount, MPIABI_Da
 
 MPIABI_EXPORT int MPIABI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                         MPIABI_Datatype datatype, MPIABI_Op op, MPIABI_Comm comm) {
+  if (mpic_is_device_comm(comm)) return mpic_device_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
   if (!is_xla(comm)) return mpic_next_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
   int size = 0;
   int64_t total = 0;
@@ -265,6 +279,9 @@ static void check_arrival(const char *what, const MPIABI_Status *status, int exp
 MPIABI_EXPORT int MPIABI_Sendrecv(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, int dest,
                                   int sendtag, void *recvbuf, int recvcount, MPIABI_Datatype recvtype, int source,
                                   int recvtag, MPIABI_Comm comm, MPIABI_Status *status) {
+  if (mpic_is_device_comm(comm))
+    return mpic_device_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                                recvtag, comm, status);
   if (!is_xla(comm))
     return mpic_next_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                               recvtag, comm, status);
@@ -291,6 +308,7 @@ static pthread_mutex_t receives_lock = PTHREAD_MUTEX_INITIALIZER;
 
 MPIABI_EXPORT int MPIABI_Irecv(void *buf, int count, MPIABI_Datatype datatype, int source, int tag,
                                MPIABI_Comm comm, MPIABI_Request *request) {
+  if (mpic_is_device_comm(comm)) return mpic_device_irecv(buf, count, datatype, source, tag, comm, request);
   int ret = mpic_next_Irecv(buf, count, datatype, source, tag, comm, request);
   if (!is_xla(comm)) return ret;
   if (ret != 0) mpi_failed("MPI_Irecv", ret, comm);
@@ -323,6 +341,7 @@ static int take_receive(MPIABI_Request request, struct receive *out) {
 
 MPIABI_EXPORT int MPIABI_Wait(MPIABI_Request *request, MPIABI_Status *status) {
   struct receive r;
+  if (request && mpic_is_device_request(*request)) return mpic_device_wait(request, status);
   if (!request || !take_receive(*request, &r)) return mpic_next_Wait(request, status);
   MPIABI_Status own;
   MPIABI_Status *s = (status == MPIABI_STATUS_IGNORE || !status) ? &own : status;
@@ -333,6 +352,12 @@ MPIABI_EXPORT int MPIABI_Wait(MPIABI_Request *request, MPIABI_Status *status) {
 }
 
 MPIABI_EXPORT int MPIABI_Waitall(int count, MPIABI_Request array_of_requests[], MPIABI_Status *array_of_statuses) {
+  for (int i = 0; i < count; i++) /* device requests first, one by one; then the library's */
+    if (mpic_is_device_request(array_of_requests[i])) {
+      MPIABI_Status *s = array_of_statuses == MPIABI_STATUSES_IGNORE || !array_of_statuses ? MPIABI_STATUS_IGNORE
+                                                                                            : &array_of_statuses[i];
+      mpic_device_wait(&array_of_requests[i], s);
+    }
   if (!__atomic_load_n(&nreceives, __ATOMIC_ACQUIRE) || count <= 0)
     return mpic_next_Waitall(count, array_of_requests, array_of_statuses);
   struct receive *rs = calloc((size_t)count, sizeof *rs);

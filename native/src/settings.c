@@ -10,7 +10,8 @@
 #include "settings.h"
 
 struct mpic_settings mpic_settings = {.verbose = 0, .forced_family = 0, .thread_level = 3, .any_thread = 1,
-                                      .check_splits = 1, .check_collectives = 1, .libmpi = NULL};
+                                      .check_splits = 1, .check_collectives = 1, .devices_timeout = 60,
+                                      .libmpi = NULL};
 char mpic_settings_error[512];
 
 static const char *const thread_levels[] = {"single", "funneled", "serialized", "multiple"};
@@ -41,6 +42,7 @@ void mpic_read_settings(void) {
   read_int("MPI_COLLECTIVES_ANY_THREAD", &mpic_settings.any_thread, 0, 1);
   read_int("MPI_COLLECTIVES_CHECK_SPLITS", &mpic_settings.check_splits, 0, 1);
   read_int("MPI_COLLECTIVES_CHECK_COLLECTIVES", &mpic_settings.check_collectives, 0, 1);
+  read_int("MPI_COLLECTIVES_DEVICES_TIMEOUT", &mpic_settings.devices_timeout, 1, 86400);
   const char *l = getenv("MPI_COLLECTIVES_LIBMPI");
   if (l && *l) mpic_settings.libmpi = l;
 

@@ -10,6 +10,7 @@ struct mpic_settings {
   int any_thread;     /* MPI_COLLECTIVES_ANY_THREAD */
   int check_splits;   /* MPI_COLLECTIVES_CHECK_SPLITS */
   int check_collectives; /* MPI_COLLECTIVES_CHECK_COLLECTIVES */
+  int devices_timeout; /* MPI_COLLECTIVES_DEVICES_TIMEOUT, seconds */
   const char *libmpi; /* MPI_COLLECTIVES_LIBMPI, or NULL */
 };
 extern struct mpic_settings mpic_settings;

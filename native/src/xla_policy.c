@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include "agreement.h"
 #include "common.h"
+#include "device_groups.h"
 #include "end_job.h"
 #include "family.h"
 #include "log.h"
@@ -90,14 +91,19 @@ MPIABI_EXPORT int MPIABI_Comm_split(MPIABI_Comm comm, int color, int key, MPIABI
   int check = mpic_settings.check_splits;
   int rank = -1, size = 0;
   if (!mpic_family) mpic_not_loaded("MPI_Comm_split");
+  /* Several CPU devices per process: each device's split is one part of a
+   * collective's communicators (device_groups.c). */
+  if (mpic_local_devices > 1 && comm == MPIABI_COMM_WORLD) return mpic_device_split(color, key, newcomm);
   if (check) {
     MPIABI_Comm_rank(comm, &rank);
     MPIABI_Comm_size(comm, &size);
     if (__atomic_fetch_add(&splits_running, 1, __ATOMIC_SEQ_CST) != 0) {
       mpic_fatal("rank %d: two MPI_Comm_split calls ran at the same time in one process (XLA creating "
                  "communicators for two device groups at once: collectives dispatched from two Python "
-                 "threads, or two CPU devices per process), so the ranks may pair them up wrongly. "
-                 "Fix: use one CPU device per process and dispatch collectives from one thread",
+                 "threads, or several CPU devices per process that initialize() was not told of), so the "
+                 "ranks may pair them up wrongly. Fix: dispatch collectives from one thread; with several CPU "
+                 "devices per process, set their number before mpi_collectives.initialize() "
+                 "(JAX_NUM_CPU_DEVICES=N or jax.config.update('jax_num_cpu_devices', N))",
                  rank);
     }
     /* Every rank sees every rank's (color, key) and judges the same way:
