@@ -12,7 +12,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard jax-0.4.27 jax-0.6.2}
-VERSION_DEPENDENT="test_wrapper.py test_initialize.py test_jax_e2e.py test_host_and_cli.py test_bench.py test_narrow_dtypes.py"
+VERSION_DEPENDENT="test_wrapper.py test_initialize.py test_jax_e2e.py test_host_and_cli.py test_bench.py test_narrow_dtypes.py test_local_devices.py"
 status=0
 summary=""
 for config in $configs; do

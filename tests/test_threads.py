@@ -82,4 +82,4 @@ def test_two_dispatching_threads_are_exact_or_stopped():
 @pytest.mark.jax
 def test_two_devices_per_process_are_exact_or_stopped():
     env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    exact_or_stopped(launch("two-devices", 2, env=env), 2, "two-devices")
+    assert exact_or_stopped(launch("two-devices", 2, env=env), 2, "two-devices") == "exact"

@@ -6,7 +6,8 @@
   orders       ranks first use the two axes of a 2x2 mesh in different orders (4 ranks)
   threads      two Python threads dispatch collectives over different axes at once (4 ranks)
   prepared     as `orders`, after mpi_collectives.prepare(mesh): exact results
-  two-devices  a psum over two CPU devices per process (XLA_FLAGS=--xla_force_host_platform_device_count=2)
+  two-devices  a psum over two CPU devices per process (XLA_FLAGS=--xla_force_host_platform_device_count=2),
+               which initialize() reads: exact (device_groups.c)
 
 Prints "PASS <case> rank R" when every result was exact; a problem the
 wrapper detects ends the job (non-zero) with its message instead.
