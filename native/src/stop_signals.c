@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "common.h"
 #include "peer_watch.h"
@@ -23,6 +24,11 @@ static void on_stop(int sig) {
   ssize_t w = write(2, line, line_len);
   (void)w;
   mpic_watch_self_quiet();
+  /* A moment for the launcher to forward the line before it sees the rank
+   * end: Hydra's proxy, itself stopping, once dropped one rank's line of
+   * three (CI, MPI-5 ABI configuration). */
+  struct timespec pause = {0, 200 * 1000 * 1000};
+  nanosleep(&pause, NULL);
   _exit(128 + sig);
 }
 
