@@ -120,7 +120,7 @@ def _init_mpi_or_end_job(settings) -> int:
         watchdog.cancel()
 
 
-def _agree_on_local_devices(rank: int, size: int) -> int:
+def _agree_on_local_devices(rank: int, size: int, level: str) -> int:
     """CPU devices per process, from JAX's settings, the same on every rank
     (checked here, where it can still be said before JAX starts); the native
     layer needs it before XLA's first collective (device_groups.c)."""
@@ -143,6 +143,11 @@ def _agree_on_local_devices(rank: int, size: int) -> int:
                               f"MPI (jax {jax_compat.installed_jax()}'s XLA creates the communicators of a "
                               f"process's devices from several threads without a lock). Fix: pip install "
                               f"'jax>={need}', or use one CPU device per process.")
+    if devices > 1 and level != "multiple":
+        raise InitializeError(f"mpi-collectives: {devices} CPU devices per process need MPI_THREAD_MULTIPLE (their "
+                              f"collectives call MPI from several threads at once), and MPI granted {level}. Fix: "
+                              "unset MPI_COLLECTIVES_THREAD_LEVEL, or use an MPI built with thread support, or "
+                              "one CPU device per process.")
     mpi.set_local_devices(devices)
     if devices > 1:
         log(f"{devices} CPU devices per process: collectives go through device groups")
@@ -196,7 +201,7 @@ def initialize(**kwargs) -> Info:
     import jax
     jax.config.update("jax_cpu_collectives_implementation", "mpi")
     narrow_dtypes.install()  # float16/float8 collectives, which XLA refuses over MPI
-    devices = _agree_on_local_devices(rank, size)
+    devices = _agree_on_local_devices(rank, size, level)
     if rank != 0:
         coordinator.wait_until_listening(address, float(settings.timeout))
     try:

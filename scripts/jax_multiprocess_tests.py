@@ -1,0 +1,198 @@
+"""JAX's own multi-process tests (tests/multiprocess/ of a JAX source checkout,
+at the tag of the installed jax) over MPI and over gloo, outcome by outcome:
+
+    python scripts/jax_multiprocess_tests.py JAX_TESTS_DIR [--processes 2] [--devices 2] [FILE ...]
+
+Run with the venv's python (it needs absl-py, which the script installs if
+missing). The jax wheel does not carry JAX's tests, and this repository does
+not copy them: point JAX_TESTS_DIR at `tests/multiprocess` of a JAX checkout
+(`git clone --branch jax-v<version> https://github.com/jax-ml/jax`).
+
+Every test file runs twice under this MPI's mpiexec, PROCESSES processes
+with DEVICES CPU devices each: over MPI through mpi_collectives.initialize(),
+and over gloo (jax.distributed from the launcher's rank). In both, each rank
+runs the file's test cases with JAX's own test loader, in-process (JAX's
+harness would start the processes itself, which an MPI job cannot), after
+telling the harness the process count. Prints a table of the outcomes per
+file and every test whose outcome differs between the two; exits 1 if any
+does, or if a launch fails.
+
+    python scripts/jax_multiprocess_tests.py --worker mpi|gloo FILE   (what each rank runs)
+"""
+import argparse
+import collections
+import os
+import re
+import signal
+import subprocess
+import sys
+import unittest
+
+DEFAULT_FILES = ("all_reduce_test.py", "all_gather_test.py", "all_to_all_test.py", "axis_index_test.py",
+                 "pmap_test.py", "pjit_test.py", "array_test.py", "multihost_utils_test.py")
+
+
+def worker(backend, path):
+    if backend == "gloo":
+        import jax
+        rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))
+        size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", 1)))
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(f"127.0.0.1:{os.environ['SUITE_PORT']}", size, rank)
+    else:
+        import mpi_collectives
+        info = mpi_collectives.initialize()
+        rank, size = info.rank, info.size
+    import importlib.util
+
+    import absl.flags
+    from jax._src import test_multiprocess  # noqa: F401  (defines the harness's flags)
+    from jax._src import test_util as jtu
+    from jax._src.config import config
+    absl.flags.FLAGS([path, f"--num_processes={size}"], known_only=True)
+    config.config_with_absl()
+    spec = importlib.util.spec_from_file_location("jax_multiprocess_case", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    suite = jtu.JaxTestLoader().loadTestsFromModule(module)
+    exclude = os.environ.get("SUITE_EXCLUDE")
+    if exclude:
+        kept = unittest.TestSuite()
+
+        def walk(s):
+            for t in s:
+                if isinstance(t, unittest.TestSuite):
+                    walk(t)
+                elif not re.search(exclude, t.id()):
+                    kept.addTest(t)
+        walk(suite)
+        suite = kept
+
+    # One file per rank: mpiexec may splice the ranks' output lines.
+    record = open(os.path.join(os.environ["SUITE_OUT"], f"{backend}-{rank}.txt"), "w")
+
+    class Outcomes(unittest.TextTestResult):
+        def _say(self, test, word):
+            record.write(f"{word} {test.id().split('.', 1)[-1]}\n")
+            record.flush()
+
+        def addSuccess(self, test):
+            super().addSuccess(test)
+            self._say(test, "ok")
+
+        def addFailure(self, test, err):
+            super().addFailure(test, err)
+            self._say(test, "fail")
+
+        def addError(self, test, err):
+            super().addError(test, err)
+            self._say(test, "error")
+
+        def addSkip(self, test, reason):
+            super().addSkip(test, reason)
+            self._say(test, "skip")
+
+        def addExpectedFailure(self, test, err):
+            super().addExpectedFailure(test, err)
+            self._say(test, "xfail")
+
+    stream = sys.stderr if rank == 0 else open(os.devnull, "w")
+    unittest.TextTestRunner(stream=stream, resultclass=Outcomes, verbosity=1).run(suite)
+    record.write("FINISHED\n")
+    record.close()
+
+
+def launch(backend, path, processes, devices, port, exclude=None, timeout=900):
+    import tempfile
+    bindir = os.path.dirname(sys.executable)
+    out = tempfile.mkdtemp(prefix="jax-multiprocess-")
+    env = dict(os.environ, JAX_NUM_CPU_DEVICES=str(devices), SUITE_PORT=str(port), JAX_PLATFORMS="cpu",
+               SUITE_OUT=out, SUITE_EXCLUDE=exclude or "")
+    env.pop("MPITRAMPOLINE_LIB", None)
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
+    proc = subprocess.Popen([os.path.join(bindir, "mpiexec"), "-n", str(processes), sys.executable,
+                             os.path.abspath(__file__), "--worker", backend, path], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the launcher and every rank
+        proc.communicate()
+        return None, f"timed out after {timeout} s"
+    outcomes = collections.defaultdict(set)
+    finished = 0
+    for rank in range(processes):
+        try:
+            lines = open(os.path.join(out, f"{backend}-{rank}.txt")).read().splitlines()
+        except FileNotFoundError:
+            continue
+        finished += lines[-1:] == ["FINISHED"]
+        for line in lines:
+            word, _, test = line.partition(" ")
+            if test:
+                outcomes[test].add(word)
+    problem = None if proc.returncode == 0 and finished == processes else (
+        f"exit {proc.returncode}, {finished} of {processes} ranks finished: "
+        f"{(stderr.strip().splitlines() or [''])[-1][:300]}")
+    # A test's outcome is the worst any rank saw.
+    order = ("error", "fail", "xfail", "skip", "ok")
+    return {t: min(words, key=order.index) for t, words in outcomes.items()}, problem
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worker", nargs=2, metavar=("BACKEND", "FILE"))
+    parser.add_argument("tests_dir", nargs="?")
+    parser.add_argument("files", nargs="*")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--devices", type=int, default=2)
+    parser.add_argument("--exclude", help="regular expression: test ids to leave out (over both backends)")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per launch")
+    args = parser.parse_args()
+    if args.worker:
+        return worker(*args.worker)
+    if not args.tests_dir:
+        parser.error("JAX_TESTS_DIR is required")
+    try:
+        import absl  # noqa: F401
+    except ImportError:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "absl-py"], check=True)
+    status = 0
+    port = 25000 + os.getpid() % 1000
+    print(f"JAX's tests/multiprocess, {args.processes} processes x {args.devices} CPU devices")
+    print("| file | tests | over MPI: ok / skip / fail+error | over gloo: ok / skip / fail+error | differ |")
+    print("|---|---|---|---|---|")
+    differences = []
+    for name in args.files or DEFAULT_FILES:
+        path = os.path.join(os.path.abspath(args.tests_dir), name)
+        if not os.path.exists(path):
+            print(f"| {name} | (not in this checkout) | | | |")
+            continue
+        results = {}
+        for backend in ("mpi", "gloo"):
+            port += 1
+            results[backend] = launch(backend, path, args.processes, args.devices, port, args.exclude, args.timeout)
+        cells = []
+        for backend in ("mpi", "gloo"):
+            outcomes, problem = results[backend]
+            if outcomes is None:
+                cells.append(problem)
+                continue
+            count = collections.Counter(outcomes.values())
+            cell = f"{count['ok']} / {count['skip']} / {count['fail'] + count['error']}"
+            cells.append(cell + (f" ({problem})" if problem else ""))
+        mpi, gloo = results["mpi"][0] or {}, results["gloo"][0] or {}
+        differ = sorted(t for t in set(mpi) | set(gloo) if mpi.get(t) != gloo.get(t))
+        differences += [(name, t, mpi.get(t, "missing"), gloo.get(t, "missing")) for t in differ]
+        if differ or results["mpi"][1]:
+            status = 1
+        print(f"| {name} | {len(set(mpi) | set(gloo))} | {cells[0]} | {cells[1]} | {len(differ)} |", flush=True)
+    for name, test, a, b in differences:
+        print(f"differs: {name} {test}: MPI {a}, gloo {b}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
