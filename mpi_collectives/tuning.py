@@ -119,11 +119,25 @@ def _topology_key(cpu: int):
 
 
 def slices(cpus, local_size: int):
-    """`cpus` (one shared set) cut into local_size equal slices, whole cores kept together where
-    the counts allow; the CPUs left over by the division are not used."""
+    """`cpus` (one shared set) cut into local_size slices of whole cores, as even as the count
+    of cores allows (the first ranks take one core more when they do not divide); by single
+    CPUs when there are fewer cores than ranks, or the topology cannot be read."""
     ordered = sorted(cpus, key=_topology_key)
-    each = len(ordered) // local_size
-    return [sorted(ordered[i * each:(i + 1) * each]) for i in range(local_size)]
+    cores = []
+    for cpu in ordered:
+        key = _topology_key(cpu)[:2]
+        if cores and -1 not in key and _topology_key(cores[-1][0])[:2] == key:
+            cores[-1].append(cpu)
+        else:
+            cores.append([cpu])
+    units = cores if len(cores) >= local_size else [[cpu] for cpu in ordered]
+    each, extra = divmod(len(units), local_size)
+    out, start = [], 0
+    for r in range(local_size):
+        take = each + (1 if r < extra else 0)
+        out.append(sorted(cpu for unit in units[start:start + take] for cpu in unit))
+        start += take
+    return out
 
 
 def _record(host: str, cpus) -> np.ndarray:

@@ -22,8 +22,10 @@ def test_ranks_that_share_one_cpu_set_get_disjoint_slices(monkeypatch):
     every = records(("a", range(8)), ("a", range(8)), ("b", range(4)), ("a", range(8)))
     chosen = [tuning.binding_for(r, every) for r in range(4)]
     assert chosen[2] == (None, "one rank on this node")
-    assert [chosen[r] for r in (0, 1, 3)] == [({0, 1}, "3 ranks on this node"), ({2, 3}, "3 ranks on this node"),
-                                              ({4, 5}, "3 ranks on this node")]
+    # 8 cores for 3 ranks: 3, 3 and 2 (none left unused)
+    assert [chosen[r] for r in (0, 1, 3)] == [({0, 1, 2}, "3 ranks on this node"),
+                                              ({3, 4, 5}, "3 ranks on this node"),
+                                              ({6, 7}, "3 ranks on this node")]
 
 
 def test_a_binding_made_by_the_launcher_is_kept():
@@ -43,7 +45,16 @@ def test_slices_keep_hardware_threads_of_a_core_together(monkeypatch):
     # CPUs 0-3 are cores 0-3, CPUs 4-7 their second hardware threads (Linux's usual numbering).
     monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (0, cpu % 4, cpu))
     assert tuning.slices(range(8), 4) == [[0, 4], [1, 5], [2, 6], [3, 7]]
-    assert tuning.slices(range(8), 3) == [[0, 4], [1, 5], [2, 6]]  # CPUs 3 and 7 are left over
+    assert tuning.slices(range(8), 3) == [[0, 1, 4, 5], [2, 6], [3, 7]]  # 4 cores: 2, 1, 1
+
+
+def test_fewer_cores_than_ranks_are_cut_by_hardware_thread(monkeypatch):
+    from mpi_collectives import tuning
+    monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (0, cpu % 4, cpu))
+    # 4 cores, 8 hardware threads, 6 ranks: by single CPUs, the first two ranks taking two
+    assert tuning.slices(range(8), 6) == [[0, 4], [1, 5], [2], [6], [3], [7]]
+    monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (-1, -1, cpu))  # no topology: CPU by CPU
+    assert tuning.slices(range(5), 2) == [[0, 1, 2], [3, 4]]
 
 
 @pytest.mark.parametrize("variable, value", [("MALLOC_ARENA_MAX", "2"), ("MALLOC_MMAP_THRESHOLD_", "65536"),
