@@ -2,8 +2,10 @@
 
 Without the wrapper's answer to MPI_Is_thread_main, XLA refuses them; with it,
 results must be exact, and where the ranks would pair communicators up
-wrongly (different first-use orders, two dispatching threads, two devices per
-process) the job must stop with one sentence: never a wrong result.
+wrongly (different first-use orders, two dispatching threads) the job must
+stop with one sentence: never a wrong result. Two devices per process, which
+initialize() reads from XLA_FLAGS, are exact (device_groups.c; the whole
+matrix is tests/test_local_devices.py).
 """
 import os
 import sys
