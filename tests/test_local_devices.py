@@ -99,6 +99,13 @@ def test_prepare_makes_different_orders_exact():
 
 @pytest.mark.jax
 @supported
+def test_independent_collectives_over_both_axes_in_one_jit():
+    proc = run_case("two-axes")
+    assert exact_or_stopped(proc, "two-axes") == "exact", explain(proc)
+
+
+@pytest.mark.jax
+@supported
 def test_two_dispatching_threads_are_exact_or_stopped():
     exact_or_stopped(run_case("threads"), "threads")
 

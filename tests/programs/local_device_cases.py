@@ -6,6 +6,7 @@
   threads    two Python threads dispatch collectives over the two axes at once
   subset     a program over one device of each process only (MPI_COLLECTIVES_DEVICES_TIMEOUT short)
   counts     rank 0 asks for 2 devices, the others for 3
+  two-axes   independent psums over both axes of the grid in one jit, 10 times: exact
 
 Prints "PASS <case> rank R" when every result was exact; a problem the
 wrapper detects ends the job (non-zero) with its message instead, and
@@ -77,6 +78,19 @@ elif case == "threads":
         t.join()
     if errors:
         raise SystemExit(f"rank {rank}: {errors[0]}")
+elif case == "two-axes":
+    sharding = NamedSharding(grid, P("p", "l"))
+    for i in range(10):
+        x = jax.make_array_from_callback(full.shape, sharding, lambda index: full[index] + i)
+        f = jax.jit(jax_compat.shard_map()(lambda v: (jax.lax.psum(v, "p"), jax.lax.psum(v * 2, "l")), mesh=grid,
+                                           in_specs=P("p", "l"), out_specs=(P("p", "l"), P("p", "l"))))
+        a, b = f(x)
+        want_a = np.broadcast_to((full + i).sum(0, keepdims=True), full.shape)
+        want_b = np.broadcast_to(((full + i) * 2).sum(1, keepdims=True), full.shape)
+        for shard in a.addressable_shards:
+            check(f"psum over p, run {i}", shard.data, want_a[shard.index])
+        for shard in b.addressable_shards:
+            check(f"psum over l, run {i}", shard.data, want_b[shard.index])
 elif case == "subset":
     firsts = Mesh(devices.reshape(size, L)[:, 0], ("x",))
     x = jax.make_array_from_callback((size, 4), NamedSharding(firsts, P("x")),
