@@ -112,6 +112,17 @@ def test_two_dispatching_threads_are_exact_or_stopped():
 
 @pytest.mark.jax
 @supported
+def test_a_rearranged_mesh_that_repeats_a_group_ends_named_never_wrong():
+    """XLA splits only for the new group, on one process: the other finishes, and is named."""
+    proc = run_case("rearranged", env={"MPI_COLLECTIVES_EXIT_TIMEOUT": "5"})
+    assert "WRONG" not in proc.stdout, explain(proc)
+    assert proc.returncode != 0, explain(proc)
+    assert ("rank(s) 0 finished the program while rank 1 has waited" in proc.stderr
+            or "creating different device groups at once" in proc.stderr), explain(proc)
+
+
+@pytest.mark.jax
+@supported
 def test_a_program_over_some_devices_only_stops_with_a_sentence():
     proc = run_case("subset")
     assert proc.returncode != 0, explain(proc)

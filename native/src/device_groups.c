@@ -68,7 +68,18 @@
  * must match across processes (checked in 2), each collective's signature
  * must match across processes (agreement.c) and across the local devices
  * (checked in 5), and one device may not run two collectives on one group
- * at once (two dispatching threads: checked in 5). */
+ * at once (two dispatching threads: checked in 5).
+ *
+ * What this cannot see: XLA keeps each device's communicator per group, so a
+ * collective whose groups repeat some of an earlier collective's (two meshes
+ * that arrange the same devices differently) makes only the devices of its
+ * new groups split. A process's event then takes splits of two collectives,
+ * and the check in 2 stops the job; a process none of whose devices is in a
+ * new group makes no split at all, and the others wait for it in the
+ * exchange (as XLA's own splits of MPI_COMM_WORLD wait with one device per
+ * process) until it finishes its program and mpi_collectives.peers names
+ * it. The split's color and key do not say which devices a group holds or
+ * how many, so no process can tell a repeated group from a missing one. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -270,8 +281,11 @@ struct planned { /* one group of the event, as every process sees it */
 
 static __attribute__((noreturn)) void plan_is_wrong(const char *why) {
   mpic_fatal("rank %d: the processes are creating different device groups at once (%s), so XLA's "
-             "collectives would pair up wrongly. Fix: run the same jitted programs in the same order on every "
-             "process, from one thread, each over all devices",
+             "collectives would pair up wrongly: programs run in different orders or from two threads, or "
+             "meshes that arrange the same devices differently, so that a collective repeats some but not all "
+             "of an earlier one's device groups (XLA then creates communicators on some devices only). Fix: run "
+             "the same jitted programs in the same order on every process, from one thread, each over all "
+             "devices, with one arrangement of the devices per set of mesh axes",
              world_rank(), why);
 }
 

@@ -7,6 +7,8 @@
   subset     a program over one device of each process only (MPI_COLLECTIVES_DEVICES_TIMEOUT short)
   counts     rank 0 asks for 2 devices, the others for 3
   two-axes   independent psums over both axes of the grid in one jit, 10 times: exact
+  rearranged a psum over the local axis of the grid, then of a grid whose second process's devices
+             are swapped: process 0's group repeats (XLA splits nothing there), process 1's is new
 
 Prints "PASS <case> rank R" when every result was exact; a problem the
 wrapper detects ends the job (non-zero) with its message instead, and
@@ -91,6 +93,17 @@ elif case == "two-axes":
             check(f"psum over p, run {i}", shard.data, want_a[shard.index])
         for shard in b.addressable_shards:
             check(f"psum over l, run {i}", shard.data, want_b[shard.index])
+elif case == "rearranged":
+    swapped = Mesh(np.array([devices.reshape(size, L)[0], devices.reshape(size, L)[1][::-1]]), ("p", "l"))
+    for mesh in (grid, swapped):
+        sharding = NamedSharding(mesh, P("p", "l"))
+        x = jax.make_array_from_callback(full.shape, sharding, lambda index: full[index])
+        f = jax.jit(jax_compat.shard_map()(lambda v: jax.lax.psum(v, "l"), mesh=mesh, in_specs=P("p", "l"),
+                                           out_specs=P("p", "l")))
+        out = f(x)
+        want = np.broadcast_to(full.sum(1, keepdims=True), full.shape)
+        for shard in out.addressable_shards:
+            check("psum over l", shard.data, want[shard.index])
 elif case == "subset":
     firsts = Mesh(devices.reshape(size, L)[:, 0], ("x",))
     x = jax.make_array_from_callback((size, 4), NamedSharding(firsts, P("x")),
