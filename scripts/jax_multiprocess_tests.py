@@ -28,21 +28,15 @@ import subprocess
 import sys
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import backends  # noqa: E402  (scripts/backends.py)
+
 DEFAULT_FILES = ("all_reduce_test.py", "all_gather_test.py", "all_to_all_test.py", "axis_index_test.py",
                  "pmap_test.py", "pjit_test.py", "array_test.py", "multihost_utils_test.py")
 
 
 def worker(backend, path):
-    if backend == "gloo":
-        import jax
-        rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))
-        size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", 1)))
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
-        jax.distributed.initialize(f"127.0.0.1:{os.environ['SUITE_PORT']}", size, rank)
-    else:
-        import mpi_collectives
-        info = mpi_collectives.initialize()
-        rank, size = info.rank, info.size
+    _, rank, size = backends.start(backend, os.environ["SUITE_PORT"])
     import importlib.util
 
     import absl.flags

@@ -20,6 +20,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import backends  # noqa: E402  (scripts/backends.py)
+
 SIZES = (8, 1 << 20, 16 << 20)
 REPS = {8: 300, 1 << 20: 40, 16 << 20: 8}
 COLLECTIVES = ("psum", "all_gather", "ppermute")
@@ -27,16 +30,7 @@ CONFIGS = (("mpi", 2, 2), ("mpi", 4, 1), ("gloo", 2, 2), ("gloo", 4, 1))
 
 
 def worker(backend):
-    if backend == "gloo":
-        import jax
-        rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))
-        size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", 1)))
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
-        jax.distributed.initialize(f"127.0.0.1:{os.environ['BENCH_PORT']}", size, rank)
-    else:
-        import mpi_collectives
-        rank = mpi_collectives.initialize().rank
-        import jax
+    jax, rank, _ = backends.start(backend, os.environ["BENCH_PORT"])
     import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 

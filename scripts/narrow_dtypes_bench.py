@@ -12,6 +12,7 @@ bfloat16 (which XLA reduces over MPI by itself) for reference.
 import argparse
 import json
 import os
+import sys
 import time
 
 parser = argparse.ArgumentParser()
@@ -21,18 +22,10 @@ parser.add_argument("--gloo", action="store_true", help="over JAX's gloo instead
 parser.add_argument("--json", help="also write the numbers here (rank 0)")
 args = parser.parse_args()
 
-if args.gloo:
-    import jax
-    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))
-    size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", 1)))
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(f"127.0.0.1:{os.environ.get('MPI_COLLECTIVES_TEST_PORT', '12391')}", size, rank)
-else:
-    import mpi_collectives
-    info = mpi_collectives.initialize()
-    rank, size = info.rank, info.size
-    import jax
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import backends  # noqa: E402  (scripts/backends.py)
 
+jax, rank, size = backends.start("gloo" if args.gloo else "mpi", os.environ.get("MPI_COLLECTIVES_TEST_PORT", "12391"))
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 

@@ -34,3 +34,14 @@ def start_gloo():
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(f"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}", size, rank)
     return jax, rank, size
+
+
+def start(backend):
+    """(jax, rank, size): over gloo as start_gloo() does, or over MPI through
+    mpi_collectives.initialize() (imported only then)."""
+    if backend == "gloo":
+        return start_gloo()
+    import mpi_collectives
+    info = mpi_collectives.initialize()
+    import jax
+    return jax, info.rank, info.size

@@ -21,19 +21,13 @@ import os
 import sys
 
 backend, out_dir = sys.argv[1], sys.argv[2]
-if backend == "gloo":
-    from launcher_env import start_gloo
-    jax, rank, size = start_gloo()
-else:
-    import mpi_collectives
-    info = mpi_collectives.initialize()
-    rank, size = info.rank, info.size
-    import jax
+from launcher_env import jax_compat, start  # noqa: E402  (the package's jax_compat, without importing it)
+
+jax, rank, size = start(backend)
 
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
-from launcher_env import jax_compat  # noqa: E402
 
 jnp, lax = jax.numpy, jax.lax
 L = jax.local_device_count()
