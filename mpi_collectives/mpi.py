@@ -9,7 +9,7 @@ other module of the package touches its ffi or lib.
 - MPI itself, only what initialize() and the host helpers need: init(),
   is_initialized(), rank_size(), barrier(), bcast(), allgather(),
   allreduce(), isend()/irecv()/test(), handle();
-- the peers watcher (native/src/peer_watch.c): watch_peers(), watch_self(),
+- the peers watcher (native/src/peer_watch.c): watch_peers(), watch_self_prepare(), watch_self(),
   watch_stop(), watch_self_finished(), watch_self_quiet(), wait_state();
 - end_job(line): the native layer's one way to end the whole job.
 
@@ -292,11 +292,20 @@ def watch_peers(local: dict, rank: int, size: int, host: str) -> None:
     _native()[1].mpic_watch_peers(ranks, pids, n, rank, size, host.encode())
 
 
-def watch_self(local: dict, rank: int, size: int, host: str, job_key: str) -> None:
-    """Start this rank's watcher process, which names this rank if it ends
-    before finishing (`job_key`: a name of this job's own, shared by its ranks)."""
+def watch_self_prepare() -> int:
+    """Make this rank's life pipe (before the node's ranks exchange pids);
+    returns the number of its write end for the others' watchers, or -1."""
+    return int(_native()[1].mpic_watch_self_prepare())
+
+
+def watch_self(local: dict, life_fds: dict, rank: int, size: int, host: str, job_key: str) -> None:
+    """Start this rank's watcher process, which names the first process of the
+    job on this node to end before finishing (`local`: {rank: pid} of the
+    others here, `life_fds`: {rank: watch_self_prepare() of that rank};
+    `job_key`: a name of this job's own, shared by its ranks)."""
     ranks, pids, n = _ranks_pids(local)
-    _native()[1].mpic_watch_self(ranks, pids, n, rank, size, host.encode(), job_key.encode())
+    fds = _native()[0].new("int[]", [life_fds[r] for r in local])
+    _native()[1].mpic_watch_self(ranks, pids, fds, n, rank, size, host.encode(), job_key.encode())
 
 
 def watch_stop() -> None:

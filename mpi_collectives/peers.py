@@ -7,7 +7,11 @@ Two ways a job hangs that MPI itself does not report:
   os._exit). The launcher usually ends the job, but Hydra names only a PID,
   and srun without --kill-on-bad-exit leaves the others waiting. Each rank
   watches the processes of the ranks on its own node (a C thread of the
-  native layer polling pidfds: peer_watch.c). No rank's process can end
+  native layer polling pidfds: peer_watch.c), and a watcher process of its
+  own names the first of them to end, seen in order through one epoll set
+  (each rank's "life pipe" and its main thread's pidfd: a process's pidfd
+  alone comes too late on a busy node, when the launcher or MPI has already
+  ended the next rank). No rank's process can end
   normally while another is still running its program, because JAX's
   shutdown waits at a barrier for every process, so a peer that ends while
   this rank still runs is a failure.
@@ -50,11 +54,11 @@ def _machine_id(host: str) -> int:
 
 
 def _node_table(rank: int, size: int):
-    """(machine id, pid) of every rank, through one allgather."""
+    """(machine id, pid, life pipe) of every rank, through one allgather."""
     host = socket.gethostname()
-    mine = np.array([_machine_id(host), os.getpid()], np.int64)
+    mine = np.array([_machine_id(host), os.getpid(), mpi.watch_self_prepare()], np.int64)
     table = mpi.allgather(mine)
-    return host, table.reshape(size, 2)
+    return host, table.reshape(size, 3)
 
 
 class Watcher:
@@ -63,12 +67,13 @@ class Watcher:
         self.job_key = hashlib.sha256(f"{job}|{size}".encode()).hexdigest()[:20]
         self.host, table = _node_table(rank, size)
         self.local = {r: int(table[r, 1]) for r in range(size) if r != rank and table[r, 0] == table[rank, 0]}
+        self.life_fds = {r: int(table[r, 2]) for r in self.local}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="mpi-collectives peers", daemon=True)
 
     def start(self):
         mpi.watch_peers(self.local, self.rank, self.size, self.host)
-        mpi.watch_self(self.local, self.rank, self.size, self.host, self.job_key)
+        mpi.watch_self(self.local, self.life_fds, self.rank, self.size, self.host, self.job_key)
         self.thread.start()
         # Before atexit: JAX's atexit MPI_Finalize, on a rank that finished early, can block until
         # the others finalize too, which would keep the "finished" mark from being written.

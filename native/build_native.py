@@ -34,8 +34,9 @@ WRAPPER_API = """
     int mpic_wait_state(long *waiting, unsigned long *begun);
     int mpic_watch_peers(const int *ranks, const int *pids, int n, int rank, int size, const char *host);
     int mpic_watch_stop(void);
-    int mpic_watch_self(const int *ranks, const int *pids, int n, int rank, int size, const char *host,
-                        const char *job_key);
+    int mpic_watch_self_prepare(void);
+    int mpic_watch_self(const int *ranks, const int *pids, const int *life_fds, int n, int rank, int size,
+                        const char *host, const char *job_key);
     int mpic_watch_self_finished(void);
     int mpic_watch_self_quiet(void);
 """

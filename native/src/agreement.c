@@ -24,6 +24,7 @@
 #include "common.h"
 #include "device_groups.h"
 #include "end_job.h"
+#include "peer_watch.h"
 #include "family.h"
 #include "log.h"
 #include "settings.h"
@@ -157,6 +158,13 @@ static __attribute__((noreturn)) void mpi_failed(const char *function, int code,
   /* One line: MPICH's text is an error stack over several. */
   for (char *p = text; *p; p++)
     if (*p == '\n') *p = ' ';
+  char dead[320];
+  if (mpic_watch_dead_peer(500, dead, sizeof dead))
+    mpic_fatal("%s ended while the job was still running, before finishing its program: killed (SIGKILL, the "
+               "out-of-memory killer), crashed, called os._exit, or stopped by its MPI library's own error "
+               "handler; rank %d's %s failed on it. Ending the whole job. Fix: see that rank's own output and "
+               "the launcher's report (exit code, signal) for why it ended",
+               dead, world_rank, function);
   mpic_fatal("rank %d: %s failed in a collective XLA runs: %s (the MPI library's words). Fix: see the "
              "first error of the job above; when ranks disagree about a collective's size, make every "
              "rank run the same collectives with the same shapes",

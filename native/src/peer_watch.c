@@ -14,7 +14,10 @@
 #include <string.h>
 #include <time.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -26,6 +29,9 @@
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434 /* the same number on every Linux architecture */
+#endif
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
 #endif
 
 static struct {
@@ -72,7 +78,8 @@ MPIABI_EXPORT int mpic_watch_peers(const int *ranks, const int *pids, int n, int
   watch.fds[0].fd = watch.stop[0];
   watch.fds[0].events = POLLIN;
   for (int i = 0; i < n; i++) {
-    long fd = syscall(SYS_pidfd_open, pids[i], 0);
+    long fd = syscall(SYS_pidfd_open, pids[i], PIDFD_THREAD); /* the main thread: see below */
+    if (fd < 0) fd = syscall(SYS_pidfd_open, pids[i], 0);
     if (fd < 0) continue; /* gone already, or a kernel before 5.3: left to the launcher */
     watch.fds[watch.n + 1].fd = (int)fd;
     watch.fds[watch.n + 1].events = POLLIN;
@@ -86,6 +93,26 @@ MPIABI_EXPORT int mpic_watch_peers(const int *ranks, const int *pids, int n, int
   if (pthread_create(&watch.thread, NULL, watch_loop, NULL) != 0) return 0;
   watch.running = 1;
   return watch.n;
+}
+
+/* An MPI call of this rank failed: did a rank of this node end first? MPI
+ * often sees a peer's death (its shared memory or its process gone) before
+ * anything else does, and then the dead rank, not MPI's error stack, is the
+ * cause to name. Waits up to wait_ms for a pidfd that lags the death; writes
+ * "rank R (pid P on HOST)" into out. */
+int mpic_watch_dead_peer(int wait_ms, char *out, size_t len) {
+  if (!watch.running || watch.n == 0) return 0;
+  struct pollfd *fds = calloc((size_t)watch.n, sizeof *fds);
+  if (!fds) return 0;
+  for (int i = 0; i < watch.n; i++) fds[i].fd = watch.fds[i + 1].fd, fds[i].events = POLLIN;
+  int found = -1;
+  if (poll(fds, (nfds_t)watch.n, wait_ms) > 0)
+    for (int i = 0; i < watch.n && found < 0; i++)
+      if (fds[i].revents) found = i;
+  free(fds);
+  if (found < 0) return 0;
+  snprintf(out, len, "rank %d (pid %d on %s)", watch.ranks[found], watch.pids[found], watch.host);
+  return 1;
 }
 
 /* This rank's program has finished: its peers may now end without alarm. (The
@@ -103,12 +130,34 @@ MPIABI_EXPORT int mpic_watch_stop(void) {
  * at once, before their watch threads run, and its report then names some
  * other PID. So each rank also forks a small process, in a session of its
  * own so the launcher's clean-up does not reach it, that waits for the
- * rank to end. If the rank ends before saying it finished, the process
- * claims the node's report file for this job (O_EXCL: the first death on
- * the node claims it; the ranks the launcher kills next find it taken) and
- * prints one line naming the rank. Everything it prints is made before the
- * fork: after fork() in a threaded process only async-signal-safe calls. */
-static int self_pipe[2] = {-1, -1};
+ * processes of the job on this node to end. The first of them to end, if it
+ * had not said it finished, is named in one line, by whichever watcher
+ * claims the node's report first (the ranks the launcher kills next find it
+ * taken). Everything it prints is made before the fork: after fork() in a
+ * threaded process only async-signal-safe calls.
+ *
+ * Which process ended first must be seen in the order the ends happened,
+ * the same in every watcher:
+ * - A process's pidfd becomes readable only when its last thread has gone
+ *   through exit_notify, which on a busy node comes milliseconds after its
+ *   files were closed; the launcher learns of the death from those files
+ *   (its pipes, the PMI socket) and may have killed another rank by then
+ *   (seen: Hydra's next victim named, 1 run in 20 on 2 cores). So each rank
+ *   holds the write end of a "life pipe" that nobody writes to; every
+ *   watcher on the node opens a reader on it (/proc/PID/fd/N of a pipe opens
+ *   the pipe itself), and its hang-up comes with the same closing of files
+ *   the launcher sees.
+ * - Earlier still, the main thread's end: an MPI library can see a peer's
+ *   memory gone (MPICH's process_vm_readv fails once the main thread has
+ *   left its address space) and abort its own rank before the dead one's
+ *   last thread has closed its files (seen too). A pidfd of the main thread
+ *   alone (PIDFD_THREAD, Linux 6.9 on) is readable as soon as that thread
+ *   has ended; older kernels fall back to the process's pidfd.
+ * - One epoll set holds all of them: its ready list is kept in the order the
+ *   wake-ups came, so even a watcher that runs late reads the first end
+ *   first. */
+static int self_pipe[2] = {-1, -1}; /* this rank's messages to its watcher: 'f' or 'q' */
+static int life_pipe[2] = {-1, -1}; /* never written; its hang-up is this rank's end */
 static struct sockaddr_un report_name;
 static socklen_t report_name_len;
 
@@ -128,20 +177,24 @@ static int claim_report(void) {
  * without holding the output pipe open (the launcher waits for it), and
  * leave as soon as they are all gone (at most 3 s): nothing of the job may
  * outlive it by more than a moment. */
-static struct pollfd *held_fds;
+static int *held_pidfds;
 static int held_n;
 __attribute__((noreturn)) static void hold_claim_and_exit(void) {
   close(2);
+  struct pollfd fds[256];
+  int n = 0;
+  for (int i = 0; i < held_n && n < 256; i++)
+    if (held_pidfds[i] >= 0) fds[n].fd = held_pidfds[i], fds[n].events = POLLIN, fds[n].revents = 0, n++;
   struct timespec start, now;
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (;;) {
     int alive = 0;
-    for (int i = 0; i < held_n; i++)
-      if (held_fds[i].fd >= 0 && !held_fds[i].revents) alive++;
+    for (int i = 0; i < n; i++)
+      if (fds[i].fd >= 0 && !fds[i].revents) alive++;
     clock_gettime(CLOCK_MONOTONIC, &now);
     long waited_ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
     if (!alive || waited_ms >= 3000) _exit(0);
-    if (poll(held_fds, (nfds_t)held_n, (int)(3000 - waited_ms)) < 0 && errno != EINTR) _exit(0);
+    if (poll(fds, (nfds_t)n, (int)(3000 - waited_ms)) < 0 && errno != EINTR) _exit(0);
   }
 }
 
@@ -159,17 +212,103 @@ static void tell_self_watcher(char what) {
 MPIABI_EXPORT int mpic_watch_self_finished(void) { tell_self_watcher('f'); return 0; }
 MPIABI_EXPORT int mpic_watch_self_quiet(void) { tell_self_watcher('q'); return 0; }
 
+/* Make this rank's life pipe, before the ranks of the node exchange their
+ * pids: returns the descriptor number of its write end (-1: none), which the
+ * other ranks' watchers open through /proc. */
+MPIABI_EXPORT int mpic_watch_self_prepare(void) {
+  if (life_pipe[1] < 0 && pipe2(life_pipe, O_CLOEXEC) != 0) return -1;
+  return life_pipe[1];
+}
+
 #define MAX_LINE 1024
+#define MESSAGES (-1) /* epoll data of the message pipe; otherwise the index of a process */
+
+/* A reader on another process's life pipe; -1 when /proc does not allow it. */
+static int open_life_reader(int pid, int fd) {
+  if (fd < 0) return -1;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
+  int reader = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (reader < 0) return -1;
+  struct stat st;
+  if (fstat(reader, &st) != 0 || !S_ISFIFO(st.st_mode)) { /* not the pipe it announced */
+    close(reader);
+    return -1;
+  }
+  return reader;
+}
+
+/* What /proc says of a process's main thread (fields 3, 9, 23 and 52 of its
+ * stat): read with system calls alone, in the watcher process. */
+struct main_thread {
+  char state;
+  unsigned long flags, vsize, exit_code;
+};
+
+static int read_main_thread(const char *stat_path, struct main_thread *t) {
+  char buf[1024];
+  int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t got = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (got <= 0) return 0;
+  buf[got] = 0;
+  char *p = NULL;
+  for (char *q = buf; *q; q++)
+    if (*q == ')') p = q; /* the command name may hold anything: its last ')' ends it */
+  if (!p) return 0;
+  memset(t, 0, sizeof *t);
+  int field = 2;
+  for (p++; *p && field < 52;) {
+    while (*p == ' ') p++;
+    if (!*p) break;
+    field++;
+    unsigned long v = 0;
+    if (field == 3) t->state = *p;
+    for (; *p && *p != ' '; p++) v = *p >= '0' && *p <= '9' ? v * 10 + (unsigned long)(*p - '0') : v;
+    if (field == 9) t->flags = v;
+    if (field == 23) t->vsize = v;
+    if (field == 52) t->exit_code = v;
+  }
+  return field >= 23;
+}
+
+#define PF_EXITING_FLAG 0x4 /* the kernel's PF_EXITING: the thread is in do_exit */
+
+/* Ended by exit() with a status, not by a signal (waitpid's WIFEXITED). */
+static int exited_on_its_own(const char *stat_path) {
+  struct main_thread t;
+  return read_main_thread(stat_path, &t) && (t.exit_code & 0x7f) == 0;
+}
+
+/* Its main thread is ending, or has ended: in do_exit, without its memory, or a zombie. */
+static int dying(const char *stat_path) {
+  struct main_thread t;
+  if (!read_main_thread(stat_path, &t)) return 0;
+  return t.state == 'Z' || t.state == 'X' || (t.flags & PF_EXITING_FLAG) || t.vsize == 0;
+}
+
+static int watch_add(int ep, int fd, int index) {
+  if (fd < 0) return 0;
+  struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)index};
+  return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0;
+}
 
 /* Every process of this job on the node (this rank included) ends: the
- * watcher that sees exactly one of them gone knows which ended first. */
-MPIABI_EXPORT int mpic_watch_self(const int *ranks, const int *pids, int n, int rank, int size,
-                                  const char *host, const char *job_key) {
+ * watcher reads which ended first from its epoll set's order. `life_fds`:
+ * each peer's mpic_watch_self_prepare() number. */
+MPIABI_EXPORT int mpic_watch_self(const int *ranks, const int *pids, const int *life_fds, int n, int rank,
+                                  int size, const char *host, const char *job_key) {
   int total = n + 1;
   char *lines = calloc((size_t)total, MAX_LINE);
   int *lens = calloc((size_t)total, sizeof *lens);
-  struct pollfd *fds = calloc((size_t)total + 1, sizeof *fds);
-  if (!lines || !lens || !fds) return 0;
+  int *pidfds = calloc((size_t)total, sizeof *pidfds);
+  int *lifefds = calloc((size_t)total, sizeof *lifefds);
+  char (*stat_paths)[48] = calloc((size_t)total, sizeof *stat_paths);
+  if (!lines || !lens || !pidfds || !lifefds || !stat_paths) return 0;
+  if (life_pipe[0] < 0 && mpic_watch_self_prepare() < 0) return 0;
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0 || pipe2(self_pipe, O_CLOEXEC) != 0) return 0;
   for (int i = 0; i < total; i++) {
     int r = i < n ? ranks[i] : rank;
     int pid = i < n ? pids[i] : (int)getpid();
@@ -181,63 +320,80 @@ MPIABI_EXPORT int mpic_watch_self(const int *ranks, const int *pids, int n, int 
                        "Fix: see that rank's own output, and dmesg for the out-of-memory killer.\n",
                        r, size, pid, host, host);
     if (lens[i] >= MAX_LINE) lens[i] = MAX_LINE - 1;
-    long fd = syscall(SYS_pidfd_open, pid, 0);
-    fds[i].fd = fd < 0 ? -1 : (int)fd; /* poll ignores negative fds */
-    fds[i].events = POLLIN;
+    snprintf(stat_paths[i], sizeof stat_paths[i], "/proc/%d/stat", pid);
+    long fd = syscall(SYS_pidfd_open, pid, PIDFD_THREAD); /* Linux 6.9 on */
+    if (fd < 0) fd = syscall(SYS_pidfd_open, pid, 0);
+    pidfds[i] = fd < 0 ? -1 : (int)fd;
+    lifefds[i] = i < n ? open_life_reader(pid, life_fds[i]) : life_pipe[0];
+    watch_add(ep, lifefds[i], i);
+    watch_add(ep, pidfds[i], i);
   }
+  watch_add(ep, self_pipe[0], MESSAGES);
   memset(&report_name, 0, sizeof report_name);
   report_name.sun_family = AF_UNIX;
   int k = snprintf(report_name.sun_path + 1, sizeof report_name.sun_path - 1, "mpi-collectives-%s", job_key);
   report_name_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)k);
-  if (fds[n].fd < 0 || pipe2(self_pipe, O_CLOEXEC) != 0) return 0;
+  if (pidfds[n] < 0 && life_pipe[0] < 0) return 0;
   pid_t child = fork();
   if (child < 0) return 0;
   if (child > 0) {
     close(self_pipe[0]);
-    for (int i = 0; i < total; i++)
-      if (fds[i].fd >= 0) close(fds[i].fd);
-    free(lines), free(lens), free(fds);
+    close(ep);
+    close(life_pipe[0]); /* the rank keeps only the write end */
+    life_pipe[0] = -1;
+    for (int i = 0; i < total; i++) {
+      if (pidfds[i] >= 0) close(pidfds[i]);
+      if (i < n && lifefds[i] >= 0) close(lifefds[i]);
+    }
+    free(lines), free(lens), free(pidfds), free(lifefds), free(stat_paths);
     return 1;
   }
   /* The watcher process: only async-signal-safe calls from here on. */
   setsid();
-  held_fds = fds;
+  held_pidfds = pidfds;
   held_n = total;
-  fds[total].fd = self_pipe[0];
-  fds[total].events = POLLIN;
   for (int fd = 0; fd < 65536; fd++) {
-    int keep = fd == 2;
-    for (int i = 0; i <= total && !keep; i++) keep = fds[i].fd == fd;
-    if (!keep) close(fd);
+    int keep = fd == 2 || fd == ep || fd == self_pipe[0];
+    for (int i = 0; i < total && !keep; i++) keep = pidfds[i] == fd || lifefds[i] == fd;
+    if (!keep) close(fd); /* the life pipe's write end among them: only the rank may hold it */
   }
+  struct epoll_event events[64];
   for (;;) {
-    if (poll(fds, (nfds_t)total + 1, -1) < 0) {
+    int got = epoll_wait(ep, events, 64, -1);
+    if (got < 0) {
       if (errno == EINTR) continue;
       _exit(0);
     }
-    if (fds[total].revents) {
-      char what = 0;
-      if (read(self_pipe[0], &what, 1) == 1) {
-        if (what == 'q' && claim_report()) hold_claim_and_exit();
-        _exit(0);
+    for (int e = 0; e < got; e++) {
+      int index = (int)events[e].data.u32;
+      if (index == MESSAGES) {
+        char what = 0;
+        if (read(self_pipe[0], &what, 1) == 1) {
+          if (what == 'q' && claim_report()) hold_claim_and_exit();
+          _exit(0);
+        }
+        /* EOF without a word: the rank died; its life pipe or pidfd names it, in order */
+        epoll_ctl(ep, EPOLL_CTL_DEL, self_pipe[0], NULL);
+        continue;
       }
-      fds[total].fd = -1; /* EOF without a word: the rank died; its pidfd says so too */
-    }
-    int gone = 0, which = -1;
-    for (int i = 0; i < total; i++)
-      if (fds[i].fd >= 0 && fds[i].revents) gone++, which = i;
-    if (gone == 0) continue;
-    if (gone > 1) {
-      /* Woken late: which ended first is unknown here; a watcher woken in time names it. */
-      struct timespec wait = {0, 200 * 1000 * 1000};
-      nanosleep(&wait, NULL);
+      if (index < 0 || index >= total) continue;
+      /* A rank that exited with a status while another was already dying most
+       * likely reacted to that death (MPICH aborts a rank whose peer's memory
+       * vanished mid-copy): the dying one is the cause. A rank killed by a
+       * signal is named as seen: the launcher's kills of the others come
+       * after it. */
+      if (exited_on_its_own(stat_paths[index]))
+        for (int j = 0; j < total; j++)
+          if (j != index && dying(stat_paths[j])) {
+            index = j;
+            break;
+          }
+      if (claim_report()) {
+        ssize_t w = write(2, lines + (size_t)index * MAX_LINE, (size_t)lens[index]);
+        (void)w;
+        hold_claim_and_exit();
+      }
       _exit(0);
     }
-    if (claim_report()) {
-      ssize_t w = write(2, lines + (size_t)which * MAX_LINE, (size_t)lens[which]);
-      (void)w;
-      hold_claim_and_exit();
-    }
-    _exit(0);
   }
 }
