@@ -97,6 +97,15 @@ def test_split_that_breaks_xla_convention_stops_the_job():
     assert "PASS" not in proc.stdout
 
 
+def test_split_of_more_devices_than_processes_names_the_device_count():
+    """Devices initialize() was not told of, whose splits did not overlap in time: the same sentence as when they do."""
+    proc = policy("split", "devices", n=2)
+    assert proc.returncode != 0, explain(proc)
+    assert "a device group of at least 4 devices on 2 processes" in proc.stderr, explain(proc)
+    assert "set their number before mpi_collectives.initialize()" in proc.stderr, explain(proc)
+    assert "PASS" not in proc.stdout
+
+
 def test_split_check_can_be_turned_off():
     proc = policy("split", "zero", n=2, env={"MPI_COLLECTIVES_CHECK_SPLITS": "0"})
     assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)

@@ -112,8 +112,21 @@ MPIABI_EXPORT int MPIABI_Comm_split(MPIABI_Comm comm, int color, int key, MPIABI
     int mine[2] = {color, key};
     int *all = malloc(sizeof(int) * 2 * (size_t)size);
     char why[1024];
-    if (all && MPIABI_Allgather(mine, 2, MPIABI_INT, all, 2, MPIABI_INT, comm) == 0 &&
-        mpic_split_plan_is_wrong(all, size, MPIABI_UNDEFINED, why, sizeof why)) {
+    int gathered = all && MPIABI_Allgather(mine, 2, MPIABI_INT, all, 2, MPIABI_INT, comm) == 0;
+    /* A key is a device's place in its group: one at or past the number of
+     * processes means groups of more devices than there are processes. Which
+     * sentence a job gets must not depend on whether its devices' splits
+     * happened to overlap in time (the check above). */
+    int max_key = -1;
+    for (int i = 0; gathered && i < size; i++)
+      if (all[2 * i] != MPIABI_UNDEFINED && all[2 * i + 1] > max_key) max_key = all[2 * i + 1];
+    if (comm == MPIABI_COMM_WORLD && max_key >= size)
+      mpic_fatal("rank %d: XLA splits MPI_COMM_WORLD into a device group of at least %d devices on %d processes: "
+                 "there are several CPU devices per process that initialize() was not told of, so the ranks "
+                 "would pair them up wrongly. Fix: set their number before mpi_collectives.initialize() "
+                 "(JAX_NUM_CPU_DEVICES=N or jax.config.update('jax_num_cpu_devices', N))",
+                 rank, max_key + 1, size);
+    if (gathered && mpic_split_plan_is_wrong(all, size, MPIABI_UNDEFINED, why, sizeof why)) {
       mpic_fatal("rank %d: XLA's MPI_Comm_split calls do not match across ranks (%s): the ranks are "
                  "creating the communicators of different device groups at the same time, so collectives "
                  "would pair up wrongly. Fix: run the same jitted programs in the same order on every "

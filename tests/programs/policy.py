@@ -58,7 +58,9 @@ elif case == "split":
     mpiabi.init_thread(lib, mpiabi.const_int(lib, "THREAD_FUNNELED"))
     world = mpiabi.const_handle(lib, "COMM_WORLD")
     rank, size = mpiabi.rank_size(lib, world)
-    key = size - 1 - rank if sys.argv[2] == "reversed" else 0
+    # "devices": the keys one split per process would carry if each process had
+    # two devices in a group over all of them (XLA with devices initialize() was not told of)
+    key = {"reversed": size - 1 - rank, "zero": 0, "devices": 2 * rank + 1}[sys.argv[2]]
     new = ctypes.c_uint64(0)
     mpiabi.check(lib.MPIABI_Comm_split(ctypes.c_uint64(world), 0, key, ctypes.byref(new)), "MPI_Comm_split")
     newrank, newsize = mpiabi.rank_size(lib, new.value)
