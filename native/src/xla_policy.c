@@ -124,7 +124,8 @@ MPIABI_EXPORT int MPIABI_Comm_split(MPIABI_Comm comm, int color, int key, MPIABI
       mpic_fatal("rank %d: XLA splits MPI_COMM_WORLD into a device group of at least %d devices on %d processes: "
                  "there are several CPU devices per process that initialize() was not told of, so the ranks "
                  "would pair them up wrongly. Fix: set their number before mpi_collectives.initialize() "
-                 "(JAX_NUM_CPU_DEVICES=N or jax.config.update('jax_num_cpu_devices', N))",
+                 "(JAX_NUM_CPU_DEVICES=N or jax.config.update('jax_num_cpu_devices', N)); "
+                 "MPI_COLLECTIVES_CHECK_SPLITS=0 if this split does not come from XLA",
                  rank, max_key + 1, size);
     if (gathered && mpic_split_plan_is_wrong(all, size, MPIABI_UNDEFINED, why, sizeof why)) {
       mpic_fatal("rank %d: XLA's MPI_Comm_split calls do not match across ranks (%s): the ranks are "
