@@ -9,7 +9,6 @@ import datetime
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,27 +16,22 @@ import time
 
 import numpy as np
 
+from .. import launching
 from .report import plot, table, targets
 
 FULL_SIZES = [8] + [4 ** k for k in range(2, 15)]  # 8 B, then 16 B ... 256 MiB in powers of 4
 SMOKE_SIZES = [8, 65536]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(args, ranks, argv, timeout, extra_env=None):
-    env = dict(os.environ, JAX_PLATFORMS="cpu", MPI_COLLECTIVES_BENCH_COORDINATOR=f"127.0.0.1:{free_port()}")
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               MPI_COLLECTIVES_BENCH_COORDINATOR=f"127.0.0.1:{launching.free_port()}")
     env.update(extra_env or {})
     for var in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION"):  # each path sets up its own
         env.pop(var, None)
     cmd = [args.mpiexec, "-n", str(ranks), sys.executable, "-m"] + argv
     start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=None, text=True, timeout=timeout,
-                          start_new_session=True)
+    proc = launching.run(cmd, env=env, timeout=timeout, stderr=None)  # its stderr: the progress lines
     if proc.returncode != 0:
         raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed (exit {proc.returncode}); "
                          "its output is above")
@@ -76,7 +70,7 @@ def main(argv=None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every iteration count")
     parser.add_argument("--out", default="bench.json")
     parser.add_argument("--plot", default="bench.png")
-    parser.add_argument("--mpiexec", default=os.path.join(os.path.dirname(sys.executable), "mpiexec"))
+    parser.add_argument("--mpiexec", default=launching.mpiexec_path())
     parser.add_argument("--timeout", type=int, default=1800, help="seconds for each launch")
     args = parser.parse_args(argv)
 

@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
+from ..backends import start
 from ..jax_compat import process_local_array, shard_map
-from ..launchers import launcher_rank_size
 from .c_loop import OPS
 
 
@@ -80,22 +80,8 @@ def jax_programs(mesh, size, with_collective):
 
 def start_jax(impl):
     """JAX with its collectives over `impl` ("mpi": this package; "gloo": JAX's default, set up
-    as a gloo user would). Returns (jax, rank, size)."""
-    rank, size = launcher_rank_size()
-    if impl == "gloo":
-        # Importing this package (as running this module does) set MPITRAMPOLINE_LIB; a gloo
-        # user has no MPI loaded, so neither does the baseline.
-        os.environ.pop("MPITRAMPOLINE_LIB", None)
-        import jax
-
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
-        jax.distributed.initialize(os.environ["MPI_COLLECTIVES_BENCH_COORDINATOR"], size, rank)
-    else:
-        import mpi_collectives
-
-        mpi_collectives.initialize()
-        import jax
-    return jax, rank, size
+    as a gloo user would, its coordinator where bench.run chose). Returns (jax, rank, size)."""
+    return start(impl, os.environ.get("MPI_COLLECTIVES_BENCH_COORDINATOR"))
 
 
 def run_jax(path, sizes, scale, out):

@@ -1,0 +1,36 @@
+"""How a rank of a comparison starts JAX's distributed runtime: over MPI
+through mpi_collectives.initialize(), or over JAX's gloo as a gloo user
+would (rank and size from the launcher's variables, the coordinator at an
+address the launching side chose). Used by the bench, the scripts and the
+test programs that compare the two.
+
+The package is imported only for "mpi": importing it sets
+MPITRAMPOLINE_LIB and registers its cluster environment with JAX, whose
+detection would load MPI into a gloo run. Scripts and test programs load
+this module without importing the package (see standalone.py)."""
+import os
+
+from .launchers import launcher_rank_size
+
+
+def start(backend: str, coordinator: str = None) -> tuple:
+    """(jax, rank, size) once jax.distributed is up over `backend` ("mpi" or
+    "gloo"; gloo's coordinator listens on `coordinator`, host:port)."""
+    if backend == "gloo":
+        return start_gloo(coordinator)
+    import mpi_collectives
+    info = mpi_collectives.initialize()
+    import jax
+    return jax, info.rank, info.size
+
+
+def start_gloo(coordinator: str) -> tuple:
+    """(jax, rank, size) with jax.distributed over JAX's gloo."""
+    # A gloo user has no MPI loaded: when this package was imported anyway
+    # (python -m mpi_collectives.bench.worker), it set this variable.
+    os.environ.pop("MPITRAMPOLINE_LIB", None)
+    import jax
+    rank, size = launcher_rank_size()
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator, size, rank)
+    return jax, rank, size

@@ -1,0 +1,89 @@
+"""Starting an MPI job from Python, for the test suite, the scripts and the
+bench: the mpiexec beside this Python, the environment Open MPI's launcher
+needs on CI's machines, a free port for a gloo coordinator, and a launch with
+a timeout that ends the whole job.
+
+This module imports nothing but the standard library, so that scripts and
+test programs can load it without importing the package (see standalone.py).
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+# Open MPI's launcher refuses root and more ranks than cores unless told;
+# CI runs as root on 2 cores. The other MPIs ignore these variables.
+OPEN_MPI_ANYWHERE = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe",  # Open MPI 5
+    "OMPI_MCA_rmaps_base_oversubscribe": "1",  # Open MPI 4
+}
+
+
+def allow_open_mpi_anywhere(environ) -> None:
+    """Set OPEN_MPI_ANYWHERE in `environ` (os.environ, or a launch's own
+    environment), keeping what the user set."""
+    for key, value in OPEN_MPI_ANYWHERE.items():
+        environ.setdefault(key, value)
+
+
+def mpiexec_path() -> str:
+    """The mpiexec of this Python's venv, so that the MPI launched is the one the venv holds."""
+    return os.path.join(os.path.dirname(sys.executable), "mpiexec")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def environment(changes=None) -> dict:
+    """This process's environment with `changes`, where None removes a variable."""
+    full = dict(os.environ)
+    for key, value in (changes or {}).items():
+        if value is None:
+            full.pop(key, None)
+        else:
+            full[key] = value
+    return full
+
+
+def start(cmd, env=None, cwd=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE) -> subprocess.Popen:
+    """Popen in a process group of its own, with text output, so that end() reaches every rank."""
+    return subprocess.Popen(cmd, env=env, cwd=cwd, stdout=stdout, stderr=stderr, text=True,
+                            start_new_session=True)
+
+
+def end(proc) -> None:
+    """SIGKILL the launch's whole process group: killing only mpiexec leaves its
+    ranks spinning in MPI (seen with MPICH's Hydra), eating the CPU of whatever
+    runs next. Nothing to do when the group is already gone."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run(cmd, env=None, timeout=None, cwd=None, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE) -> subprocess.CompletedProcess:
+    """Run a launch to its end with a timeout; never hangs.
+
+    On timeout the whole group is killed and subprocess.TimeoutExpired raised,
+    with what the launch wrote until then as its output and stderr. Either
+    way, what is left of the group (a rank that outlived mpiexec) is killed."""
+    proc = start(cmd, env=env, cwd=cwd, stdout=stdout, stderr=stderr)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        end(proc)
+        try:  # a rank outside the group may still hold the pipes open
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            out, err = "(unavailable: pipes still held open)", ""
+        raise subprocess.TimeoutExpired(cmd, timeout, output=out, stderr=err) from None
+    finally:
+        end(proc)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
