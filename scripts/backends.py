@@ -1,22 +1,22 @@
-"""How the scripts' worker ranks start JAX's distributed runtime: over MPI
-through mpi_collectives.initialize(), or over JAX's gloo as a gloo user
-would (rank and size from the launcher's environment, the coordinator on
-this host), without importing mpi_collectives first, which would set
-MPITRAMPOLINE_LIB and load MPI into a gloo run."""
+"""For the scripts: the package's gloo-or-MPI start-up (mpi_collectives/
+backends.py) and launch helpers (mpi_collectives/launching.py), taken
+without importing the package, which would set MPITRAMPOLINE_LIB and load
+MPI into a gloo run (mpi_collectives/standalone.py says how). The package
+is the installed one when there is one (the venv's python), else this
+checkout's (scripts/bench.py runs with any python3)."""
+import importlib.util
 import os
+import runpy
+
+_spec = importlib.util.find_spec("mpi_collectives")  # (does not import it)
+_folder = (list(_spec.submodule_search_locations)[0] if _spec and _spec.submodule_search_locations
+           else os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mpi_collectives"))
+runpy.run_path(os.path.join(_folder, "standalone.py"))
+
+from mpi_collectives_standalone import backends as _backends, launching  # noqa: E402,F401  (launching: for the scripts)
 
 
 def start(backend: str, port) -> tuple:
     """(jax, rank, size) once jax.distributed is up over `backend` ("mpi" or "gloo";
     gloo's coordinator listens on 127.0.0.1:`port`)."""
-    if backend == "gloo":
-        import jax
-        rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))
-        size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", 1)))
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
-        jax.distributed.initialize(f"127.0.0.1:{port}", size, rank)
-        return jax, rank, size
-    import mpi_collectives
-    info = mpi_collectives.initialize()
-    import jax
-    return jax, info.rank, info.size
+    return _backends.start(backend, f"127.0.0.1:{port}")

@@ -23,13 +23,12 @@ import argparse
 import collections
 import os
 import re
-import signal
 import subprocess
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import backends  # noqa: E402  (scripts/backends.py)
+import backends  # noqa: E402  (scripts/backends.py: the package's start-up and launching)
 
 DEFAULT_FILES = ("all_reduce_test.py", "all_gather_test.py", "all_to_all_test.py", "axis_index_test.py",
                  "pmap_test.py", "pjit_test.py", "array_test.py", "multihost_utils_test.py")
@@ -98,23 +97,18 @@ def worker(backend, path):
 
 def launch(backend, path, processes, devices, port, exclude=None, timeout=900):
     import tempfile
-    bindir = os.path.dirname(sys.executable)
+    launching = backends.launching
     out = tempfile.mkdtemp(prefix="jax-multiprocess-")
     env = dict(os.environ, JAX_NUM_CPU_DEVICES=str(devices), SUITE_PORT=str(port), JAX_PLATFORMS="cpu",
                SUITE_OUT=out, SUITE_EXCLUDE=exclude or "")
     env.pop("MPITRAMPOLINE_LIB", None)
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
-    proc = subprocess.Popen([os.path.join(bindir, "mpiexec"), "-n", str(processes), sys.executable,
-                             os.path.abspath(__file__), "--worker", backend, path], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    launching.allow_open_mpi_anywhere(env)
     try:
-        _, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # the launcher and every rank
-        proc.communicate()
+        proc = launching.run([launching.mpiexec_path(), "-n", str(processes), sys.executable,
+                              os.path.abspath(__file__), "--worker", backend, path], env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:  # (the launcher and every rank are gone)
         return None, f"timed out after {timeout} s"
+    stderr = proc.stderr
     outcomes = collections.defaultdict(set)
     finished = 0
     for rank in range(processes):
@@ -154,7 +148,6 @@ def main():
     except ImportError:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "absl-py"], check=True)
     status = 0
-    port = 25000 + os.getpid() % 1000
     print(f"JAX's tests/multiprocess, {args.processes} processes x {args.devices} CPU devices")
     print("| file | tests | over MPI: ok / skip / fail+error | over gloo: ok / skip / fail+error | differ |")
     print("|---|---|---|---|---|")
@@ -166,8 +159,8 @@ def main():
             continue
         results = {}
         for backend in ("mpi", "gloo"):
-            port += 1
-            results[backend] = launch(backend, path, args.processes, args.devices, port, args.exclude, args.timeout)
+            results[backend] = launch(backend, path, args.processes, args.devices, backends.launching.free_port(),
+                                      args.exclude, args.timeout)
         cells = []
         for backend in ("mpi", "gloo"):
             outcomes, problem = results[backend]

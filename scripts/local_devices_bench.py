@@ -16,12 +16,11 @@ the same run, and writes them as JSON.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import backends  # noqa: E402  (scripts/backends.py)
+import backends  # noqa: E402  (scripts/backends.py: the package's start-up and launching)
 
 SIZES = (8, 1 << 20, 16 << 20)
 REPS = {8: 300, 1 << 20: 40, 16 << 20: 8}
@@ -69,14 +68,13 @@ def worker(backend):
 
 
 def launch(backend, processes, devices, port):
-    bindir = os.path.dirname(sys.executable)
+    launching = backends.launching
     env = dict(os.environ, JAX_NUM_CPU_DEVICES=str(devices), BENCH_PORT=str(port))
     env.pop("MPITRAMPOLINE_LIB", None)
     if backend == "gloo":
         env["MPI_COLLECTIVES_BIND_CPUS"] = "0"
-    proc = subprocess.run([os.path.join(bindir, "mpiexec"), "-n", str(processes), sys.executable,
-                           os.path.abspath(__file__), "--worker", backend], env=env, capture_output=True,
-                          text=True, timeout=900)
+    proc = launching.run([launching.mpiexec_path(), "-n", str(processes), sys.executable,
+                          os.path.abspath(__file__), "--worker", backend], env=env, timeout=900)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         raise SystemExit(f"{backend} {processes}x{devices} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -96,11 +94,10 @@ def main():
     if args.worker:
         return worker(args.worker)
     runs = {f"{b} {p}x{d}": [] for b, p, d in CONFIGS}
-    port = 24000 + os.getpid() % 1000
     for r in range(args.rounds):
         for backend, processes, devices in CONFIGS:
-            port += 1
-            runs[f"{backend} {processes}x{devices}"].append(launch(backend, processes, devices, port))
+            runs[f"{backend} {processes}x{devices}"].append(
+                launch(backend, processes, devices, backends.launching.free_port()))
             print(f"round {r + 1}: {backend} {processes}x{devices} done", file=sys.stderr, flush=True)
     import statistics
     table = {}
