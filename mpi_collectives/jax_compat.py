@@ -19,7 +19,7 @@ MINIMUM_JAX = (0, 4, 27)
 # Several CPU devices per process over MPI: with jax 0.4.27 one of a process's
 # two devices did not ask for its communicator of a new group (its XLA caches
 # them in a map the device threads change without a lock); 0.6.2 and 0.10.2
-# (a locked clique cache) run every case of tests/test_local_devices.py.
+# (a locked clique cache) run every case of tests/jax_over_mpi/test_local_devices.py.
 LOCAL_DEVICES_JAX = (0, 6, 0)
 # The libraries in jaxlib's folder that may hold MPItrampoline, newest layout first.
 _TRAMPOLINE_HOSTS = ("libjax_common.so", "xla_extension.so")

@@ -12,25 +12,24 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard jax-0.4.27 jax-0.6.2}
-VERSION_DEPENDENT="test_wrapper.py test_initialize.py test_jax_e2e.py test_host_and_cli.py test_bench.py test_narrow_dtypes.py test_local_devices.py"
 status=0
 summary=""
 for config in $configs; do
   start=$(date +%s)
   jax_version=""
-  tests=.
+  tests=(.)
   case $config in
     standard) wheel=mpich; export MPI_COLLECTIVES_ABI=standard; family=standard ;;
     impi) wheel=impi; unset MPI_COLLECTIVES_ABI; family=mpich ;;
-    jax-*) wheel=mpich; unset MPI_COLLECTIVES_ABI; family=mpich; jax_version=${config#jax-}; tests=$VERSION_DEPENDENT
-           ;;
+    jax-*) wheel=mpich; unset MPI_COLLECTIVES_ABI; family=mpich; jax_version=${config#jax-}
+           tests=(-m version_dependent .) ;;  # the test files marked so (pytest.mark.version_dependent)
     *) wheel=$config; unset MPI_COLLECTIVES_ABI; family=$config ;;
   esac
   venv=$(bash "$root/scripts/setup_env.sh" "$wheel" $jax_version)
   echo "== $config: $(cd /tmp && "$venv/bin/python" -m mpi_collectives info | grep -E '^library' | tr -s ' ')"
   # From the tests folder, so that the installed package, not the source tree, is imported.
   if (cd "$root/tests" && MPI_COLLECTIVES_TEST_FAMILY=$family MPI_COLLECTIVES_TEST_CONFIG=$config \
-        "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$@" $tests); then
+        "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$@" "${tests[@]}"); then
     result=passed
   else
     result=FAILED; status=1

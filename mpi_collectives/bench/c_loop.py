@@ -15,7 +15,7 @@ from .. import mpi
 OPS = ["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "ppermute"]
 FUNCTIONS = ["Allreduce", "Allgather", "Reduce_scatter", "Alltoall", "Sendrecv"]
 
-# The MPICH ABI's handles (native/abi/mpich_constants.txt; tests/test_bench.py checks them).
+# The MPICH ABI's handles (native/abi/mpich_constants.txt; tests/package/test_bench.py checks them).
 MPICH_HANDLES = {"COMM_WORLD": 0x44000000, "FLOAT": 0x4C00040A, "SUM": 0x58000003, "STATUS_IGNORE": 1}
 # Open MPI's handles are the addresses of these symbols (native/abi/openmpi_constants.txt); STATUS_IGNORE is NULL.
 OPENMPI_SYMBOLS = {"COMM_WORLD": "ompi_mpi_comm_world", "FLOAT": "ompi_mpi_float", "SUM": "ompi_mpi_op_sum"}

