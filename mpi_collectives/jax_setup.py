@@ -41,7 +41,6 @@ class Info:
 
 
 _INFO = None
-MAX_LOCAL_DEVICES = 8  # native/src/device_groups.h
 
 
 def _jax_loaded() -> bool:
@@ -123,7 +122,7 @@ def _init_mpi_or_end_job(settings) -> int:
 def _agree_on_local_devices(rank: int, size: int, level: str) -> int:
     """CPU devices per process, from JAX's settings, the same on every rank
     (checked here, where it can still be said before JAX starts); the native
-    layer needs it before XLA's first collective (device_groups.c)."""
+    layer needs it before XLA's first collective (native/src/services/devices/)."""
     import numpy as np
     devices = jax_compat.configured_cpu_devices()
     every = mpi.allgather(np.array([devices], np.int32), size)[:, 0]
@@ -133,9 +132,10 @@ def _agree_on_local_devices(rank: int, size: int, level: str) -> int:
         counts = ", ".join(f"rank {r}: {n}" for r, n in enumerate(every.tolist()) if n != every[0] or r == 0)
         raise InitializeError(f"mpi-collectives: the ranks ask JAX for different numbers of CPU devices per process "
                               f"({counts}); every process must have the same number. Fix: {how}.")
-    if devices > MAX_LOCAL_DEVICES:
+    most = mpi.max_local_devices()
+    if devices > most:
         raise InitializeError(f"mpi-collectives: {devices} CPU devices per process; collectives over MPI support "
-                              f"1 to {MAX_LOCAL_DEVICES}. Fix: {how}, with N at most {MAX_LOCAL_DEVICES}, and "
+                              f"1 to {most}. Fix: {how}, with N at most {most}, and "
                               "start more processes instead.")
     if devices > 1 and jax_compat.version_tuple(jax_compat.installed_jax()) < jax_compat.LOCAL_DEVICES_JAX:
         need = ".".join(map(str, jax_compat.LOCAL_DEVICES_JAX))

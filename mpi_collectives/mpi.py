@@ -9,7 +9,7 @@ other module of the package touches its ffi or lib.
 - MPI itself, only what initialize() and the host helpers need: init(),
   is_initialized(), rank_size(), barrier(), bcast(), allgather(),
   allreduce(), isend()/irecv()/test(), handle();
-- the peers watcher (native/src/peer_watch.c): watch_peers(), watch_self_prepare(), watch_self(),
+- the peers watcher (native/src/services/ending/): watch_peers(), watch_self_prepare(), watch_self(),
   watch_stop(), watch_self_finished(), watch_self_quiet(), wait_state();
 - end_job(line): the native layer's one way to end the whole job.
 
@@ -122,10 +122,9 @@ def we_initialized() -> bool:
 def thread_policy() -> str:
     """The thread level the native layer asks of MPI (MPI_COLLECTIVES_THREAD_LEVEL):
     one of settings.THREAD_LEVELS, or settings.REQUESTED for what the caller asked."""
-    value = _native()[1].mpic_thread_policy_value()
-    if value < 0:
-        return REQUESTED
-    return THREAD_LEVELS[value] if value < len(THREAD_LEVELS) else str(value)
+    value = _native()[1].mpic_thread_policy_value()  # an index into the setting's words
+    words = THREAD_LEVELS + (REQUESTED,)
+    return words[value] if 0 <= value < len(words) else str(value)
 
 
 def trampoline_attached() -> bool:
@@ -167,8 +166,13 @@ def init() -> int:
     return provided[0]
 
 
+def max_local_devices() -> int:
+    """The most CPU devices per process the native layer supports."""
+    return _native()[1].mpic_max_local_devices()
+
+
 def set_local_devices(n: int) -> None:
-    """Tell the native layer how many CPU devices each process has (1 to 8)."""
+    """Tell the native layer how many CPU devices each process has (1 to max_local_devices())."""
     _ffi, lib = _native()
     if lib.mpic_set_local_devices(n) != 0:
         raise ValueError(n)
@@ -277,7 +281,7 @@ def handle(name: str) -> int:
     return getattr(_native()[1], "MPIABI_" + name)
 
 
-# ---- the peers watcher (native/src/peer_watch.c; mpi_collectives.peers drives it) ----
+# ---- the peers watcher (native/src/services/ending/; mpi_collectives.peers drives it) ----
 
 def _ranks_pids(local: dict):
     ffi = _native()[0]

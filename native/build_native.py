@@ -14,8 +14,9 @@ import cffi
 HERE = os.path.dirname(os.path.abspath(__file__))
 REL = os.path.relpath(HERE)
 
-# The wrapper's own functions that Python calls (python_api.c, peer_watch.c,
-# end_job.c), through mpi_collectives/mpi.py only; mpiabi.h declares the
+# The wrapper's own functions that Python calls (entry/python_api.c, and the
+# watchers' and stop signal's own in services/ending/, base/loader.c's
+# message), through mpi_collectives/mpi.py only; mpiabi.h declares the
 # MPIABI ones, so C needs only these.
 WRAPPER_API = """
     const char *mpic_family_name(void);
@@ -30,6 +31,7 @@ WRAPPER_API = """
     int mpic_stop_on_sigterm(int rank, int size);
     int mpic_thread_policy_value(void);
     int mpic_set_local_devices(int n);
+    int mpic_max_local_devices(void);
     int mpic_trampoline_attached(void);
     int mpic_wait_state(long *waiting, unsigned long *begun);
     int mpic_watch_peers(const int *ranks, const int *pids, int n, int rank, int size, const char *host);
@@ -85,6 +87,12 @@ PYTHON_API = WRAPPER_API + """
     int MPIABI_Request_free(uintptr_t *request);
 """
 
+# Every C file under src/ (entry/ on top, services/ below, base/ at the
+# bottom: native/README.md), and every folder there for the headers.
+SOURCES = sorted(glob.glob(os.path.join(REL, "src", "**", "*.c"), recursive=True))
+INCLUDE_DIRS = sorted({os.path.dirname(p) for p in glob.glob(os.path.join(REL, "src", "**", "*.h"), recursive=True)}
+                      ) + [os.path.join(REL, "generated")]
+
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(PYTHON_API)
 ffibuilder.set_source(
@@ -93,8 +101,8 @@ ffibuilder.set_source(
     #define MPIABI_CONST /* the wrapper writes the constants */
     #include "mpiabi.h"
     """ + WRAPPER_API,
-    sources=sorted(glob.glob(os.path.join(REL, "src", "*.c")) + glob.glob(os.path.join(REL, "src", "families", "*.c"))),
-    include_dirs=[os.path.join(REL, "src"), os.path.join(REL, "generated")],
+    sources=SOURCES,
+    include_dirs=INCLUDE_DIRS,
     libraries=["dl"],
     # Only the MPIABI interface and the module's init function are exported.
     extra_compile_args=["-O2", "-fvisibility=hidden", "-Wno-unused-parameter"],

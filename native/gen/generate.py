@@ -8,12 +8,17 @@ Input:
   native/gen/treatment.txt            how the wrapper treats each function (ours)
   native/gen/mpiabi_types.h           the MPIABI C types (ours)
   mpi_collectives/launchers.py        the launchers' environment variables (ours, shared with Python)
+  mpi_collectives/settings.py         the settings table (ours, shared with Python)
 
 Output (native/generated/), each included by a hand-written file of native/src/:
   mpiabi.h                 the MPIABI interface as jaxlib sees it: types, constants,
                            prototypes (also used by our conformance harness)
-  exports.inc              the exported MPIABI_* constants and functions; each function
-                           dispatches to the family loaded at run time (src/exports.c)
+  exports.inc              the exported MPIABI_* constants, and every MPIABI_* function that
+                           no hand-written file exports, each calling mpic_next_<Name>
+                           (src/entry/exports.c)
+  forwarders.inc           mpic_next_<Name> for every function: the library's version, which
+                           dispatches to the family loaded at run time; the wrapper's own
+                           code calls these, never the exported MPIABI_* (src/base/library.c)
   forwarders.h             prototypes of every family's forwarders and of mpic_next_*
   functions.inc            the library symbols the forwarders call (src/loader.c)
   <family>_forwarders.inc  that family's forwarders: MPIABI arguments converted to the
@@ -21,7 +26,9 @@ Output (native/generated/), each included by a hand-written file of native/src/:
                            back (src/families/<family>.c)
   <family>_constants.inc   <family>_set_constants(): the exported constants' values
                            for that family (src/families/<family>.c)
-  launchers.inc            the launcher table (src/launchers.c)
+  launchers.inc            the launcher table (src/base/launcher_env.c)
+  settings.h, settings.inc the settings the native layer reads: the rows of
+                           mpi_collectives/settings.py marked native (src/base/settings.c)
 
     python native/gen/generate.py [--check]
 """
@@ -180,12 +187,89 @@ def constant_decl(name):
     return f"MPIABI_{kind[7:]}" if kind.startswith("handle:") else "int"
 
 
-def read_launchers():
-    path = os.path.join(ROOT, "mpi_collectives", "launchers.py")
-    spec = importlib.util.spec_from_file_location("launchers_table", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def read_table(module):
+    """mpi_collectives/<module>.py, loaded by path as a module of a stand-in
+    package (so that a `from .errors import ...` resolves) without importing
+    mpi_collectives itself, which sets up the environment."""
+    import types
+    if "package_tables" not in sys.modules:
+        package = types.ModuleType("package_tables")
+        package.__path__ = [os.path.join(ROOT, "mpi_collectives")]
+        sys.modules["package_tables"] = package
+    path = os.path.join(ROOT, "mpi_collectives", module + ".py")
+    spec = importlib.util.spec_from_file_location("package_tables." + module, path)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def native_settings():
+    """(name, row, C kind) for each row the native layer reads, in the table's order:
+    text (a string), words (an index into the allowed words, -1 when unset) or int."""
+    table = read_table("settings")
+    rows = []
+    for name, row in table.TABLE.items():
+        if not row.native:
+            continue
+        if row.allowed is table.ANY:
+            kind = "text"
+        elif isinstance(row.allowed[0], str):
+            kind = "words"
+        else:
+            kind = "int"
+        rows.append((name, row, kind))
+    return rows
+
+
+def gen_settings_h():
+    out = [GENERATED.format("mpi_collectives/settings.py"),
+           "/* The settings the native layer reads when it is loaded: the rows of",
+           " * mpi_collectives/settings.py marked native (src/base/settings.c reads them). */",
+           "#ifndef MPI_COLLECTIVES_SETTINGS_H", "#define MPI_COLLECTIVES_SETTINGS_H", ""]
+    for name, row, kind in native_settings():
+        if kind == "words":
+            out.append(f"/* {row.var}: mpic_settings.{name} is the index of its word, -1 when unset */")
+            out += [f"#define MPIC_{name.upper()}_{w.upper()} {i}" for i, w in enumerate(row.allowed)]
+            out.append(f"extern const char *const mpic_{name}_words[]; /* NULL-terminated */")
+    out += ["", "struct mpic_settings {"]
+    for name, row, kind in native_settings():
+        ctype = "const char *" if kind == "text" else "int "
+        out.append(f"  {ctype}{name}; /* {row.var} */")
+    out += ["};", "extern struct mpic_settings mpic_settings;",
+            "/* The first setting that was not understood, or \"\". */",
+            "extern char mpic_settings_error[512];", "",
+            "/* Read them all from the environment, once, when the library is loaded. */",
+            "void mpic_read_settings(void);", "", "#endif"]
+    return "\n".join(out) + "\n"
+
+
+def gen_settings_inc():
+    out = [GENERATED.format("mpi_collectives/settings.py"),
+           "/* Included by native/src/base/settings.c, which defines read_text, read_words",
+           " * and read_int. */", "", "struct mpic_settings mpic_settings = {"]
+    for name, row, kind in native_settings():
+        if kind == "text":
+            value = "NULL" if row.default is None else c_string(row.default)
+        elif kind == "words":
+            value = -1 if row.default is None else row.allowed.index(row.default)
+        else:
+            value = int(row.default)
+        out.append(f"    .{name} = {value},")
+    out.append("};")
+    for name, row, kind in native_settings():
+        if kind == "words":
+            out.append(f"const char *const mpic_{name}_words[] = {{"
+                       + ", ".join(map(c_string, row.allowed)) + ", NULL};")
+    out += ["", "void mpic_read_settings(void) {"]
+    for name, row, kind in native_settings():
+        if kind == "text":
+            out.append(f'  read_text("{row.var}", &mpic_settings.{name});')
+        elif kind == "words":
+            out.append(f'  read_words("{row.var}", &mpic_settings.{name}, mpic_{name}_words);')
+        else:
+            out.append(f'  read_int("{row.var}", &mpic_settings.{name}, {row.allowed[0]}, {row.allowed[1]});')
+    out.append("}")
+    return "\n".join(out) + "\n"
 
 
 # ---- the outputs ----
@@ -228,17 +312,28 @@ def dispatch_body(f, call_prefix=""):
 
 def gen_exports(funcs):
     out = [GENERATED.format("native/abi/ and native/gen/treatment.txt"),
-           "/* Included by native/src/exports.c. The functions that treatment.txt marks",
-           " * `own` are exported by the hand-written file it names; here they get",
-           " * mpic_next_<Name>, through which that file reaches the library. */", ""]
+           "/* Included by native/src/entry/exports.c: the exported constants, and every",
+           " * function that no hand-written file exports (treatment.txt: own), each the",
+           " * library's version, mpic_next_<Name> (forwarders.inc). */", ""]
     out += [f"MPIABI_EXPORT {constant_decl(n)} MPIABI_{n};" for n in CONSTANTS]
     out.append("")
     for f in funcs:
         if f.own:
             out.append(f"/* MPIABI_{f.name}: native/src/{f.own} */")
-            out.append(f.prototype(f"mpic_next_{f.name}") + " {")
-        else:
-            out.append("MPIABI_EXPORT " + f.prototype(f.exported) + " {")
+            continue
+        out.append("MPIABI_EXPORT " + f.prototype(f.exported) + " {")
+        out.append(f"  return mpic_next_{f.name}({f.args()});")
+        out += ["}", ""]
+    return "\n".join(out)
+
+
+def gen_forwarders(funcs):
+    out = [GENERATED.format("native/abi/ and native/gen/treatment.txt"),
+           "/* Included by native/src/base/library.c: mpic_next_<Name>, the library's version",
+           " * of every function, dispatching to the family loaded at run time. The",
+           " * exported MPIABI_<Name> call these; so does the wrapper's own code. */", ""]
+    for f in funcs:
+        out.append(f.prototype(f"mpic_next_{f.name}") + " {")
         out += dispatch_body(f)
         out += ["}", ""]
     return "\n".join(out)
@@ -251,10 +346,11 @@ def gen_forwarders_h(funcs):
            "/* The library's functions as each family's forwarders reach them (functions.inc). */",
            "extern const char *const mpic_function_symbols[];",
            "extern const size_t mpic_function_count;", "",
-           "/* The library's version of a function that a hand-written file exports. */"]
-    out += [f.prototype(f"mpic_next_{f.name}") + ";" for f in funcs if f.own]
+           "/* The library's version of every function (forwarders.inc): what the wrapper's",
+           " * own code calls. */"]
+    out += [f.prototype(f"mpic_next_{f.name}") + ";" for f in funcs]
     for fam in FAMILIES:
-        out += ["", f"/* native/src/families/{fam}.c (generated/{fam}_forwarders.inc) */"]
+        out += ["", f"/* native/src/base/families/{fam}.c (generated/{fam}_forwarders.inc) */"]
         out += [f.prototype(f"{fam}_{f.name}") + ";" for f in funcs]
     out += ["", "#endif"]
     return "\n".join(out) + "\n"
@@ -262,7 +358,7 @@ def gen_forwarders_h(funcs):
 
 def gen_functions(funcs):
     out = [GENERATED.format("native/abi/functions.txt"),
-           "/* Included by native/src/loader.c: the symbols bound, in the order of every",
+           "/* Included by native/src/base/loader.c: the symbols bound, in the order of every",
            " * family's struct <family>_functions. */",
            "const char *const mpic_function_symbols[] = {"]
     out += [f'  "{f.symbol}",' for f in funcs]
@@ -342,9 +438,14 @@ def forwarder(fam, f):
     return "\n".join([f.prototype(f"{fam}_{f.name}") + " {"] + body + ["}"])
 
 
+# The library calls convert.c sizes handle arrays with (family.h: struct mpic_sizing).
+SIZING_CALLS = ["Comm_test_inter", "Comm_remote_size", "Comm_size", "Comm_rank", "Topo_test",
+                "Dist_graph_neighbors_count", "Cartdim_get", "Graph_neighbors_count"]
+
+
 def gen_family_forwarders(fam, funcs):
     out = [GENERATED.format("native/abi/functions.txt and native/gen/treatment.txt"),
-           f"/* Included by native/src/families/{fam}.c, which defines the native types",
+           f"/* Included by native/src/base/families/{fam}.c, which defines the native types",
            f" * {fam}_nt_*, the conversions {fam}_to_n_* / {fam}_from_n_* and {fam}_status_layout. */",
            "", f"struct {fam}_functions {{"]
     for f in funcs:
@@ -354,6 +455,12 @@ def gen_family_forwarders(fam, funcs):
     out += ["};", f"static struct {fam}_functions {fam}_fn; /* bound by src/loader.c, as an array */", ""]
     for f in funcs:
         out += [forwarder(fam, f), ""]
+    out += ["/* The calls that size handle arrays (family.h: struct mpic_sizing, used by",
+            " * src/base/convert.c): this family's own forwarders, so that sizing an array",
+            " * never climbs back up through the dispatch. */",
+            f"static const struct mpic_sizing {fam}_sizing = {{"]
+    out += [f"    .{name.lower()} = {fam}_{name}," for name in SIZING_CALLS]
+    out += ["};", ""]
     return "\n".join(out)
 
 
@@ -362,7 +469,7 @@ def gen_family_constants(fam, rows):
     Values that are addresses in the library (Open MPI's predefined handles) or
     variables of it are read with dlsym."""
     out = [GENERATED.format(f"native/abi/{fam}_constants.txt"),
-           f"/* Included by native/src/families/{fam}.c. */", "",
+           f"/* Included by native/src/base/families/{fam}.c. */", "",
            f"static void {fam}_set_constants(void *lib) {{", "  (void)lib;"]
     for n in CONSTANTS:
         if n in FUNCTION_CONSTANTS:
@@ -395,9 +502,9 @@ def c_string(text):
 
 
 def gen_launchers():
-    table = read_launchers()
+    table = read_table("launchers")
     out = [GENERATED.format("mpi_collectives/launchers.py"),
-           "/* Included by native/src/launchers.c. */", "",
+           "/* Included by native/src/base/launcher_env.c. */", "",
            "static const struct mpic_launcher mpic_launchers[] = {"]
     for launcher in table.LAUNCHERS:
         out.append("    {" + ", ".join(c_string(v) for v in (launcher.size_var, launcher.rank_var,
@@ -413,9 +520,12 @@ def outputs():
     files = {
         "mpiabi.h": gen_header(funcs),
         "exports.inc": gen_exports(funcs),
+        "forwarders.inc": gen_forwarders(funcs),
         "forwarders.h": gen_forwarders_h(funcs),
         "functions.inc": gen_functions(funcs),
         "launchers.inc": gen_launchers(),
+        "settings.h": gen_settings_h(),
+        "settings.inc": gen_settings_inc(),
     }
     for fam in FAMILIES:
         files[f"{fam}_forwarders.inc"] = gen_family_forwarders(fam, funcs)

@@ -1,0 +1,21 @@
+/* What the launcher that started this process told it, from its environment
+ * variables (the table in mpi_collectives/launchers.py, generated into
+ * launchers.inc): read before MPI is up, for log lines and for the checks of
+ * services/launchers.c. */
+#ifndef MPI_COLLECTIVES_LAUNCHER_ENV_H
+#define MPI_COLLECTIVES_LAUNCHER_ENV_H
+
+#include <stddef.h>
+
+struct mpic_launcher {
+  const char *size_var, *rank_var, *name, *kind;
+};
+
+/* "rank R/N" as the launcher set them, "?" for what it did not set. */
+const char *mpic_launcher_where(char *buf, size_t len);
+
+/* The launcher that started more than one process, and how many (in
+ * *started); NULL when none did. */
+const struct mpic_launcher *mpic_started_by(int *started);
+
+#endif

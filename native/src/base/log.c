@@ -1,0 +1,15 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include "launcher_env.h"
+#include "log.h"
+#include "settings.h"
+
+void mpic_log(int level, const char *fmt, ...) {
+  if (level > mpic_settings.verbose) return;
+  char line[1024], where[64];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "mpi-collectives [%s]: %s\n", mpic_launcher_where(where, sizeof where), line);
+}

@@ -1,0 +1,60 @@
+/* Reading the native layer's settings, once, when it is loaded. The table
+ * (which variables, their defaults and what each may be) is generated from
+ * mpi_collectives/settings.py into generated/settings.h and settings.inc;
+ * here is only how one value is read.
+ *
+ * A value that is not understood is an error, not a guess: the library is
+ * then not loaded, and the first MPI call (or initialize()) says which
+ * variable, which value, and what it may be (mpic_settings_error). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "settings.h"
+
+char mpic_settings_error[512];
+
+static void bad(const char *var, const char *value, const char *allowed) {
+  if (!mpic_settings_error[0])
+    snprintf(mpic_settings_error, sizeof mpic_settings_error, "%s=%s is not %s. Fix: correct %s or unset it",
+             var, value, allowed, var);
+}
+
+/* Any text; unset or empty leaves the default. */
+static void read_text(const char *var, const char **out) {
+  const char *v = getenv(var);
+  if (v && *v) *out = v;
+}
+
+/* One of `words` (NULL-terminated), in any case: *out becomes its index. */
+static void read_words(const char *var, int *out, const char *const *words) {
+  const char *v = getenv(var);
+  if (!v || !*v) return;
+  char allowed[256] = "one of ";
+  for (int i = 0; words[i]; i++) {
+    if (!strcasecmp(v, words[i])) {
+      *out = i;
+      return;
+    }
+    size_t len = strlen(allowed);
+    snprintf(allowed + len, sizeof allowed - len, "%s%s", i ? ", " : "", words[i]);
+  }
+  bad(var, v, allowed);
+}
+
+/* A whole number from lo to hi. */
+static void read_int(const char *var, int *out, int lo, int hi) {
+  const char *v = getenv(var);
+  if (!v || !*v) return;
+  char *end = NULL;
+  long n = strtol(v, &end, 10);
+  if (*end || n < lo || n > hi) {
+    char allowed[64];
+    snprintf(allowed, sizeof allowed, "a whole number from %d to %d", lo, hi);
+    bad(var, v, allowed);
+    return;
+  }
+  *out = (int)n;
+}
+
+#include "settings.inc"

@@ -1,0 +1,57 @@
+/* MPI_Init, MPI_Init_thread and MPI_Finalize (treatment.txt: own entry/lifecycle.c).
+ *
+ * Never initialize twice: mpi4py, or the user, may have done it already
+ * (reported to hang with Intel MPI). Finalize only what the wrapper
+ * initialized, and only once: JAX's atexit MPI_Finalize and ours may both
+ * come, and mpi4py must keep working after JAX is done. Calls that free
+ * handles after MPI_Finalize succeed silently (treatment.txt:
+ * frees-after-finalize), so that XLA's teardown does not fail the run. */
+#include "common.h"
+#include "family.h"
+#include "launchers.h"
+#include "library.h"
+#include "loader.h"
+#include "log.h"
+#include "xla_policy.h"
+
+static void check_launcher(void) {
+  int size = 0, rank = 0;
+  mpic_next_Comm_size(MPIABI_COMM_WORLD, &size);
+  mpic_next_Comm_rank(MPIABI_COMM_WORLD, &rank);
+  mpic_check_launcher(size, rank);
+}
+
+MPIABI_EXPORT int MPIABI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+  int flag = 0, level = 0, ret;
+  if (!mpic_family) mpic_not_loaded("MPI_Init_thread");
+  if ((ret = mpic_next_Initialized(&flag)) != 0) return ret;
+  if (flag) {
+    if ((ret = mpic_next_Query_thread(&level)) != 0) return ret;
+    if (provided) *provided = level;
+    mpic_log(1, "MPI already initialized by someone else; not initializing again (thread level %d)", level);
+    check_launcher();
+    return 0;
+  }
+  int request = mpic_xla_thread_level(required);
+  if (!provided) provided = &level;
+  mpic_check_launcher_before_init();
+  ret = mpic_next_Init_thread(argc, argv, request, provided);
+  if (ret == 0) {
+    mpic_initialized_by_us = 1;
+    check_launcher();
+  }
+  mpic_log(1, "MPI_Init_thread(asked %d, requested %d) -> %d, provided %d", required, request, ret, *provided);
+  return ret;
+}
+
+MPIABI_EXPORT int MPIABI_Init(int *argc, char ***argv) {
+  int provided;
+  return MPIABI_Init_thread(argc, argv, MPIABI_THREAD_SINGLE, &provided);
+}
+
+MPIABI_EXPORT int MPIABI_Finalize(void) {
+  if (!mpic_initialized_by_us) return 0;
+  if (!mpic_claim_finalize()) return 0;
+  mpic_log(1, "MPI_Finalize");
+  return mpic_next_Finalize();
+}

@@ -1,0 +1,40 @@
+/* What the Python layer asks the native layer (declared for cffi in
+ * native/build_native.py; called only through mpi_collectives/mpi.py).
+ * The functions return int, never void: a void one would make cffi refer to
+ * Py_None, a data symbol the C conformance harness cannot resolve. */
+#include "common.h"
+#include "devices.h"
+#include "end_job.h"
+#include "family.h"
+#include "library.h"
+#include "loader.h"
+#include "settings.h"
+#include "waits.h"
+
+extern int mpic_trampoline_attached_flag;
+
+MPIABI_EXPORT const char *mpic_family_name(void) { return mpic_family ? mpic_family->name : "none"; }
+MPIABI_EXPORT const char *mpic_family_detail(void) { return mpic_family_reason; }
+MPIABI_EXPORT const char *mpic_library_path(void) { return mpic_loaded_path; }
+MPIABI_EXPORT const char *mpic_load_report(void) { return mpic_search_report; }
+MPIABI_EXPORT const char *mpic_missing_functions(void) { return mpic_missing; }
+MPIABI_EXPORT int mpic_we_initialized(void) { return mpic_initialized_by_us; }
+MPIABI_EXPORT int mpic_thread_policy_value(void) { return mpic_settings.thread_level; }
+MPIABI_EXPORT int mpic_trampoline_attached(void) { return mpic_trampoline_attached_flag; }
+MPIABI_EXPORT int mpic_is_up(void) { return mpic_mpi_is_up(); }
+
+/* For mpi_collectives.mpi.set_local_devices, before the first collective. */
+MPIABI_EXPORT int mpic_set_local_devices(int n) { return mpic_devices_set_local(n); }
+MPIABI_EXPORT int mpic_max_local_devices(void) { return MPIC_MAX_LOCAL_DEVICES; }
+
+/* Ends the job with the caller's line (end_job.c); never returns. */
+MPIABI_EXPORT int mpic_end_job(const char *line) { mpic_end_job_line(line); }
+
+/* For mpi_collectives.peers: calls now waiting for other ranks, and how many
+ * such calls have begun. Two samples with the same count of begun calls and
+ * a call waiting in both mean one wait has lasted from the first to the second. */
+MPIABI_EXPORT int mpic_wait_state(long *waiting, unsigned long *begun) {
+  *begun = __atomic_load_n(&mpic_waits_begun, __ATOMIC_RELAXED);
+  *waiting = __atomic_load_n(&mpic_waiting_now, __ATOMIC_RELAXED);
+  return 0;
+}

@@ -1,0 +1,367 @@
+/* Never a wrong number: the ranks agree about every collective XLA runs over
+ * MPI before its data moves (agreement.h; entry/xla_calls.c sends XLA's
+ * calls on the communicators tracked here).
+ *
+ * Ranks that disagree about a collective (a rank-dependent shape, dtype or
+ * reduction) get wrong numbers from MPI, silently on most libraries: the
+ * library sees only bytes. So on the communicators XLA creates (through
+ * MPI_Comm_split: xla_policy.c, devices/), each all-reduce, all-gather and
+ * reduce-scatter is preceded by one small all-reduce of its signature (kind,
+ * element count, datatype, reduction); when the signatures differ, every
+ * rank learns what each rank called and the job ends with one line saying
+ * so, before any result reaches XLA. Point-to-point transfers (XLA's
+ * collective permute and all-to-all) are checked on arrival: the element
+ * count received must be the one expected.
+ *
+ * XLA's communicators return MPI errors instead of aborting, and an MPI
+ * error there ends the job with the MPI library's own text. Other
+ * communicators (mpi4py's, the user's) are left as they are.
+ * MPI_COLLECTIVES_CHECK_COLLECTIVES=0 turns the checks off. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "agreement.h"
+#include "common.h"
+#include "end_job.h"
+#include "log.h"
+#include "peer_watch.h"
+#include "settings.h"
+
+/* ---- XLA's communicators ---- */
+#define MAX_COMMS 1024
+static MPIABI_Comm comms[MAX_COMMS];
+static int ncomms = 0; /* read without the lock: entries below it are set before it grows */
+static pthread_mutex_t comms_lock = PTHREAD_MUTEX_INITIALIZER;
+static int world_rank = -1;
+
+int mpic_agreement_tracks(MPIABI_Comm comm) {
+  int n = __atomic_load_n(&ncomms, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++)
+    if (comms[i] == comm) return 1;
+  return 0;
+}
+
+void mpic_agreement_track(MPIABI_Comm comm) {
+  if (!mpic_settings.check_collectives || comm == MPIABI_COMM_NULL) return;
+  if (world_rank < 0) mpic_next_Comm_rank(MPIABI_COMM_WORLD, &world_rank);
+  mpic_next_Comm_set_errhandler(comm, MPIABI_ERRORS_RETURN);
+  /* Intel MPI 2021 raises an error found in MPI_Wait (a truncated receive) on
+   * MPI_COMM_WORLD's handler, not the request's communicator's: without this
+   * it aborts the rank itself, before the wrapper can say what happened. */
+  static int world_returns = 0;
+  if (!__atomic_exchange_n(&world_returns, 1, __ATOMIC_SEQ_CST))
+    mpic_next_Comm_set_errhandler(MPIABI_COMM_WORLD, MPIABI_ERRORS_RETURN);
+  pthread_mutex_lock(&comms_lock);
+  if (ncomms < MAX_COMMS) {
+    comms[ncomms] = comm;
+    __atomic_store_n(&ncomms, ncomms + 1, __ATOMIC_RELEASE);
+  } else {
+    mpic_log(1, "more than %d communicators from XLA: the newest are not checked", MAX_COMMS);
+  }
+  pthread_mutex_unlock(&comms_lock);
+}
+
+/* A freed handle may be reused by the library for someone else's communicator. */
+static void untrack(MPIABI_Comm comm) {
+  pthread_mutex_lock(&comms_lock);
+  for (int i = 0; i < ncomms; i++)
+    if (comms[i] == comm) {
+      comms[i] = comms[ncomms - 1];
+      __atomic_store_n(&ncomms, ncomms - 1, __ATOMIC_RELEASE);
+      break;
+    }
+  pthread_mutex_unlock(&comms_lock);
+}
+
+int mpic_agreement_comm_free(MPIABI_Comm *comm) {
+  if (comm && mpic_agreement_tracks(*comm)) untrack(*comm);
+  return mpic_next_Comm_free(comm);
+}
+
+/* ---- names, for the one line, and small numbers for the signature ---- */
+static const struct {
+  const MPIABI_Datatype *type;
+  const char *name;
+} type_names[] = {
+    {&MPIABI_FLOAT, "f32"},   {&MPIABI_DOUBLE, "f64"},   {&MPIABI_INT8_T, "s8"},           {&MPIABI_INT16_T, "s16"},
+    {&MPIABI_INT32_T, "s32"}, {&MPIABI_INT64_T, "s64"},  {&MPIABI_UINT8_T, "u8"},          {&MPIABI_UINT16_T, "u16"},
+    {&MPIABI_UINT32_T, "u32"}, {&MPIABI_UINT64_T, "u64"}, {&MPIABI_C_COMPLEX, "c64"},      {&MPIABI_C_DOUBLE_COMPLEX, "c128"},
+    {&MPIABI_C_BOOL, "pred"}, {&MPIABI_BYTE, "byte"},    {&MPIABI_CHAR, "char"},           {&MPIABI_INT, "int"},
+    {&MPIABI_LONG, "long"},   {&MPIABI_SHORT, "short"},  {&MPIABI_UNSIGNED, "unsigned"},
+};
+static const struct {
+  const MPIABI_Op *op;
+  const char *name;
+} op_names[] = {
+    {&MPIABI_SUM, "sum"},  {&MPIABI_PROD, "prod"}, {&MPIABI_MAX, "max"},         {&MPIABI_MIN, "min"},
+    {&MPIABI_LAND, "and"}, {&MPIABI_LOR, "or"},    {&MPIABI_LXOR, "xor"},        {&MPIABI_BAND, "bitwise-and"},
+    {&MPIABI_BOR, "bitwise-or"}, {&MPIABI_BXOR, "bitwise-xor"},
+};
+#define COUNT(a) (sizeof a / sizeof *a)
+
+/* 1 + the datatype's place in type_names, 255 for any other. */
+static unsigned type_index(MPIABI_Datatype t) {
+  for (size_t i = 0; i < COUNT(type_names); i++)
+    if (*type_names[i].type == t) return (unsigned)i + 1;
+  return 255;
+}
+static const char *type_name(MPIABI_Datatype t) {
+  unsigned i = type_index(t);
+  return i == 255 ? NULL : type_names[i - 1].name;
+}
+static unsigned op_index(MPIABI_Op op) {
+  for (size_t i = 0; i < COUNT(op_names); i++)
+    if (*op_names[i].op == op) return (unsigned)i + 1;
+  return 255;
+}
+
+/* ---- signatures ----
+ * kind (8 bits), reduction (8), datatype (8), element count (40): equal
+ * exactly when the calls agree, as far as these names tell. */
+const char *const mpic_kind_names[] = {"?", "all-reduce", "all-gather", "reduce-scatter"};
+
+struct call {
+  int kind;
+  int64_t count;
+  MPIABI_Datatype type;
+  MPIABI_Op op; /* MPIABI_OP_NULL where there is none */
+};
+
+static uint64_t signature(const struct call *c) {
+  unsigned op = c->kind == MPIC_ALL_GATHER ? 0u : op_index(c->op);
+  return (uint64_t)(c->kind & 0xff) << 56 | (uint64_t)(op & 0xff) << 48 |
+         (uint64_t)(type_index(c->type) & 0xff) << 40 | ((uint64_t)c->count & 0xffffffffffull);
+}
+
+/* "all-reduce sum f32 x4", read back from a signature. */
+static void describe(uint64_t sig, char *out, size_t len) {
+  unsigned kind = (unsigned)(sig >> 56), op = (unsigned)(sig >> 48) & 0xff, type = (unsigned)(sig >> 40) & 0xff;
+  long long count = (long long)(sig & 0xffffffffffull);
+  const char *op_text = op >= 1 && op <= COUNT(op_names) ? op_names[op - 1].name : op ? "(another reduction)" : "";
+  const char *type_text = type >= 1 && type <= COUNT(type_names) ? type_names[type - 1].name : "(another datatype)";
+  snprintf(out, len, "%s%s%s %s x%lld", kind <= 3 ? mpic_kind_names[kind] : "?", *op_text ? " " : "", op_text,
+           type_text, count);
+}
+
+static __attribute__((noreturn)) void mpi_failed(const char *function, int code, MPIABI_Comm comm);
+void mpic_agreement_failed(const char *function, int code) { mpi_failed(function, code, MPIABI_COMM_NULL); }
+
+static __attribute__((noreturn)) void mpi_failed(const char *function, int code, MPIABI_Comm comm) {
+  char text[1024] = "";
+  int n = 0;
+  (void)comm;
+  if (mpic_next_Error_string(code, text, &n) != 0) snprintf(text, sizeof text, "error code %d", code);
+  /* One line: MPICH's text is an error stack over several. */
+  for (char *p = text; *p; p++)
+    if (*p == '\n') *p = ' ';
+  char dead[320];
+  if (mpic_watch_dead_peer(500, dead, sizeof dead))
+    mpic_fatal("%s ended while the job was still running, before finishing its program: killed (SIGKILL, the "
+               "out-of-memory killer), crashed, called os._exit, or stopped by its MPI library's own error "
+               "handler; rank %d's %s failed on it. Ending the whole job. Fix: see that rank's own output and "
+               "the launcher's report (exit code, signal) for why it ended",
+               dead, world_rank, function);
+  mpic_fatal("rank %d: %s failed in a collective XLA runs: %s (the MPI library's words). Fix: see the "
+             "first error of the job above; when ranks disagree about a collective's size, make every "
+             "rank run the same collectives with the same shapes",
+             world_rank, function, text);
+}
+
+/* Every rank learns every rank's signature, and all end the job with the same line. */
+static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct call *mine, uint64_t sig) {
+  int size = 0;
+  mpic_next_Comm_size(comm, &size);
+  int64_t pair[2] = {(int64_t)sig, world_rank};
+  int64_t *all = calloc((size_t)(size > 0 ? size : 1), sizeof pair);
+  if (!all || mpic_next_Allgather(pair, 2, MPIABI_INT64_T, all, 2, MPIABI_INT64_T, comm) != 0)
+    mpic_fatal("rank %d: the ranks disagree about a collective (%s), and could not tell each other what "
+               "they called. Fix: make every rank run the same collectives with the same shapes, dtypes "
+               "and reductions",
+               world_rank, mpic_kind_names[mine->kind]);
+  char line[1536] = "";
+  size_t used = 0;
+  int shown = 0;
+  for (int i = 0; i < size && used < sizeof line - 200; i++) {
+    int first = 1;
+    for (int j = 0; j < i; j++)
+      if (all[2 * j] == all[2 * i]) first = 0;
+    if (!first) continue;
+    char what[160];
+    describe((uint64_t)all[2 * i], what, sizeof what);
+    int ranks = 0;
+    used += (size_t)snprintf(line + used, sizeof line - used, "%s", shown++ ? "; " : "");
+    for (int j = i; j < size && used < sizeof line - 200; j++)
+      if (all[2 * j] == all[2 * i]) {
+        if (ranks < 8)
+          used += (size_t)snprintf(line + used, sizeof line - used, "%s%lld", ranks ? "," : "rank ",
+                                   (long long)all[2 * j + 1]);
+        else if (ranks == 8)
+          used += (size_t)snprintf(line + used, sizeof line - used, ",...");
+        ranks++;
+      }
+    used += (size_t)snprintf(line + used, sizeof line - used, " %s", what);
+  }
+  free(all);
+  mpic_fatal("the ranks disagree about a collective: %s. No result was returned. Fix: make every rank run "
+             "the same collectives with the same shapes, dtypes and reductions (look for a rank-dependent "
+             "shape or branch); MPI_COLLECTIVES_CHECK_COLLECTIVES=0 turns this check off",
+             line);
+}
+
+/* One small all-reduce: the maximum of the signature and of its complement
+ * give its maximum and minimum, equal only when every rank's is the same. */
+static void agree(MPIABI_Comm comm, const struct call *c) {
+  uint64_t sig = signature(c);
+  uint64_t in[2] = {sig, ~sig}, out[2];
+  int ret = mpic_next_Allreduce(in, out, 2, MPIABI_UINT64_T, MPIABI_MAX, comm);
+  if (ret != 0) mpi_failed("MPI_Allreduce", ret, comm);
+  if (out[0] != ~out[1]) disagree(comm, c, sig);
+}
+
+void mpic_agreement_check(MPIABI_Comm comm, int kind, int64_t count, MPIABI_Datatype type, MPIABI_Op op) {
+  if (!mpic_agreement_tracks(comm)) return;
+  struct call c = {kind, count, type, op};
+  agree(comm, &c);
+}
+
+/* ---- XLA's collectives on a tracked communicator ---- */
+int mpic_checked_allreduce(const void *sendbuf, void *recvbuf, int count, MPIABI_Datatype datatype, MPIABI_Op op,
+                           MPIABI_Comm comm) {
+  struct call c = {MPIC_ALL_REDUCE, count, datatype, op};
+  agree(comm, &c);
+  int ret = mpic_next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  if (ret != 0) mpi_failed("MPI_Allreduce", ret, comm);
+  return ret;
+}
+
+int mpic_checked_allgather(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, void *recvbuf,
+                           int recvcount, MPIABI_Datatype recvtype, MPIABI_Comm comm) {
+  struct call c = {MPIC_ALL_GATHER, sendcount, sendtype, MPIABI_OP_NULL};
+  agree(comm, &c);
+  int ret = mpic_next_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  if (ret != 0) mpi_failed("MPI_Allgather", ret, comm);
+  return ret;
+}
+
+int mpic_checked_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPIABI_Datatype datatype,
+                                MPIABI_Op op, MPIABI_Comm comm) {
+  int size = 0;
+  int64_t total = 0;
+  mpic_next_Comm_size(comm, &size);
+  for (int i = 0; i < size; i++) total += recvcounts[i];
+  struct call c = {MPIC_REDUCE_SCATTER, total, datatype, op};
+  agree(comm, &c);
+  int ret = mpic_next_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+  if (ret != 0) mpi_failed("MPI_Reduce_scatter", ret, comm);
+  return ret;
+}
+
+/* ---- point to point: what arrived is what was expected ---- */
+static __attribute__((noreturn)) void short_arrival(const char *what, int expected, int received,
+                                                    MPIABI_Datatype type, int source) {
+  const char *t = type == MPIABI_BYTE ? "bytes" : type_name(type);
+  mpic_fatal("rank %d: %s expected %d %s from rank %d of XLA's communicator but received %d: the ranks "
+             "disagree about the transfer's size. No result was returned. Fix: make every rank run the "
+             "same collectives with the same shapes",
+             world_rank, what, expected, t ? t : "elements", source, received);
+}
+
+static void check_arrival(const char *what, const MPIABI_Status *status, int expected, MPIABI_Datatype type) {
+  int received = 0;
+  if (mpic_next_Get_count(status, type, &received) == 0 && received != expected)
+    short_arrival(what, expected, received, type, status->MPI_SOURCE);
+}
+
+/* XLA's all-to-all: one exchange with each peer. */
+int mpic_checked_sendrecv(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, int dest, int sendtag,
+                          void *recvbuf, int recvcount, MPIABI_Datatype recvtype, int source, int recvtag,
+                          MPIABI_Comm comm, MPIABI_Status *status) {
+  MPIABI_Status own;
+  MPIABI_Status *s = (status == MPIABI_STATUS_IGNORE || !status) ? &own : status;
+  int ret = mpic_next_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                               recvtag, comm, s);
+  if (ret != 0) mpi_failed("MPI_Sendrecv", ret, comm);
+  if (source != MPIABI_PROC_NULL) check_arrival("an all-to-all", s, recvcount, recvtype);
+  return ret;
+}
+
+/* XLA's collective permute: MPI_Irecv, MPI_Isend, then MPI_Wait on each.
+ * Receives on XLA's communicators are remembered until they complete. */
+struct receive {
+  MPIABI_Request request;
+  int count;
+  MPIABI_Datatype type;
+};
+#define MAX_RECEIVES 4096
+static struct receive receives[MAX_RECEIVES];
+static int nreceives = 0; /* read without the lock on the hot path */
+static pthread_mutex_t receives_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int mpic_agreement_irecv(void *buf, int count, MPIABI_Datatype datatype, int source, int tag, MPIABI_Comm comm,
+                         MPIABI_Request *request) {
+  int ret = mpic_next_Irecv(buf, count, datatype, source, tag, comm, request);
+  if (!mpic_agreement_tracks(comm)) return ret;
+  if (ret != 0) mpi_failed("MPI_Irecv", ret, comm);
+  if (source == MPIABI_PROC_NULL) return ret;
+  pthread_mutex_lock(&receives_lock);
+  if (nreceives < MAX_RECEIVES) {
+    receives[nreceives] = (struct receive){*request, count, datatype};
+    __atomic_store_n(&nreceives, nreceives + 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&receives_lock);
+  return ret;
+}
+
+/* The receive a request stands for, forgotten as it is returned; 0 if none. */
+static int take_receive(MPIABI_Request request, struct receive *out) {
+  if (!__atomic_load_n(&nreceives, __ATOMIC_ACQUIRE)) return 0;
+  int found = 0;
+  pthread_mutex_lock(&receives_lock);
+  for (int i = 0; i < nreceives; i++)
+    if (receives[i].request == request) {
+      *out = receives[i];
+      receives[i] = receives[nreceives - 1];
+      __atomic_store_n(&nreceives, nreceives - 1, __ATOMIC_RELEASE);
+      found = 1;
+      break;
+    }
+  pthread_mutex_unlock(&receives_lock);
+  return found;
+}
+
+int mpic_agreement_wait(MPIABI_Request *request, MPIABI_Status *status) {
+  struct receive r;
+  if (!request || !take_receive(*request, &r)) return mpic_next_Wait(request, status);
+  MPIABI_Status own;
+  MPIABI_Status *s = (status == MPIABI_STATUS_IGNORE || !status) ? &own : status;
+  int ret = mpic_next_Wait(request, s);
+  if (ret != 0) mpi_failed("MPI_Wait", ret, MPIABI_COMM_NULL);
+  check_arrival("a collective permute", s, r.count, r.type);
+  return ret;
+}
+
+int mpic_agreement_waitall(int count, MPIABI_Request array_of_requests[], MPIABI_Status *array_of_statuses) {
+  if (!__atomic_load_n(&nreceives, __ATOMIC_ACQUIRE) || count <= 0)
+    return mpic_next_Waitall(count, array_of_requests, array_of_statuses);
+  struct receive *rs = calloc((size_t)count, sizeof *rs);
+  char *is_receive = calloc((size_t)count, 1);
+  int any = 0;
+  for (int i = 0; rs && is_receive && i < count; i++) any |= is_receive[i] = (char)take_receive(array_of_requests[i], &rs[i]);
+  if (!any) {
+    free(rs);
+    free(is_receive);
+    return mpic_next_Waitall(count, array_of_requests, array_of_statuses);
+  }
+  MPIABI_Status *s = array_of_statuses;
+  MPIABI_Status *own = NULL;
+  if (s == MPIABI_STATUSES_IGNORE || !s) s = own = calloc((size_t)count, sizeof *own);
+  int ret = mpic_next_Waitall(count, array_of_requests, s ? s : MPIABI_STATUSES_IGNORE);
+  if (ret != 0) mpi_failed("MPI_Waitall", ret, MPIABI_COMM_NULL);
+  for (int i = 0; s && i < count; i++)
+    if (is_receive[i]) check_arrival("a collective permute", &s[i], rs[i].count, rs[i].type);
+  free(own);
+  free(rs);
+  free(is_receive);
+  return ret;
+}

@@ -1,0 +1,49 @@
+/* The ranks agree about each collective XLA runs (agreement.c): the
+ * communicators XLA created are tracked, and XLA's calls on them are checked.
+ * Called by entry/xla_calls.c, which routes XLA's calls here, and by
+ * devices/, whose process communicators are tracked too. */
+#ifndef MPI_COLLECTIVES_AGREEMENT_H
+#define MPI_COLLECTIVES_AGREEMENT_H
+
+#include "common.h"
+
+/* The collectives whose signatures are checked, and their names in messages. */
+enum { MPIC_ALL_REDUCE = 1, MPIC_ALL_GATHER = 2, MPIC_REDUCE_SCATTER = 3 };
+extern const char *const mpic_kind_names[]; /* by kind; [0] is "?" */
+
+/* A communicator XLA has just created: its collectives are checked from now on. */
+void mpic_agreement_track(MPIABI_Comm comm);
+/* Is it one (and are checks on)? */
+int mpic_agreement_tracks(MPIABI_Comm comm);
+/* MPI_Comm_free: forgets a tracked communicator (the library may reuse its handle). */
+int mpic_agreement_comm_free(MPIABI_Comm *comm);
+
+/* The signature check alone, for a call made on XLA's behalf on a tracked
+ * communicator (devices/: one call for a process's devices); nothing on
+ * another communicator. */
+void mpic_agreement_check(MPIABI_Comm comm, int kind, int64_t count, MPIABI_Datatype type, MPIABI_Op op);
+
+/* XLA's collectives on a tracked communicator: the check, then the library's call. */
+int mpic_checked_allreduce(const void *sendbuf, void *recvbuf, int count, MPIABI_Datatype datatype, MPIABI_Op op,
+                           MPIABI_Comm comm);
+int mpic_checked_allgather(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, void *recvbuf,
+                           int recvcount, MPIABI_Datatype recvtype, MPIABI_Comm comm);
+int mpic_checked_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPIABI_Datatype datatype,
+                                MPIABI_Op op, MPIABI_Comm comm);
+int mpic_checked_sendrecv(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, int dest, int sendtag,
+                          void *recvbuf, int recvcount, MPIABI_Datatype recvtype, int source, int recvtag,
+                          MPIABI_Comm comm, MPIABI_Status *status);
+
+/* Receives (XLA's collective permute: MPI_Irecv, MPI_Isend, MPI_Wait): on a
+ * tracked communicator the receive is remembered and its arrival checked
+ * when it completes; any other is the library's call alone. */
+int mpic_agreement_irecv(void *buf, int count, MPIABI_Datatype datatype, int source, int tag, MPIABI_Comm comm,
+                         MPIABI_Request *request);
+int mpic_agreement_wait(MPIABI_Request *request, MPIABI_Status *status);
+int mpic_agreement_waitall(int count, MPIABI_Request array_of_requests[], MPIABI_Status *array_of_statuses);
+
+/* A failed MPI call made for XLA: ends the job with the library's words (or
+ * names the rank of this node that died first). */
+__attribute__((noreturn)) void mpic_agreement_failed(const char *function, int code);
+
+#endif

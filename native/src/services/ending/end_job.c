@@ -1,0 +1,58 @@
+/* Ending the job (end_job.h): one line on stderr, then the whole job ends.
+ *
+ * MPI_Abort, so that the launcher ends the ranks on every node. But MPICH's
+ * MPI_Abort then calls exit(), whose teardown of XLA once let a pending
+ * collective hand the Python main thread a wrong result before the launcher
+ * killed the process (seen once in CI): a handler registered at that moment
+ * runs first in exit() (atexit runs in reverse order) and leaves with _exit
+ * at once. A thread ends the process in any case if MPI_Abort has not done so
+ * within a few seconds (a launcher that does not answer). Before MPI is up,
+ * or after it is finalized, only this process can be ended: the launcher
+ * ends the others when it sees it fail. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "end_job.h"
+#include "family.h"
+#include "library.h"
+#include "self_watch.h"
+
+static int ending = 0;
+
+static void exit_now(void) { _exit(1); }
+static void *exit_later(void *unused) {
+  (void)unused;
+  sleep(5);
+  _exit(1);
+}
+
+void mpic_end_job_line(const char *line) {
+  if (__atomic_exchange_n(&ending, 1, __ATOMIC_SEQ_CST)) {
+    for (;;) pause(); /* another thread is ending the job: its line is the one */
+  }
+  fprintf(stderr, "%s\n", line);
+  fflush(stderr);
+  mpic_watch_self_quiet(); /* this line says why; the rank's watcher process must not add another */
+  /* Give the launcher a moment to forward the line first (Hydra loses it
+   * otherwise, about one time in fifteen). */
+  sleep(1);
+  atexit(exit_now);
+  pthread_t t;
+  pthread_create(&t, NULL, exit_later, NULL);
+  if (mpic_family && mpic_mpi_is_up()) mpic_next_Abort(MPIABI_COMM_WORLD, 1);
+  _exit(1);
+}
+
+void mpic_fatal(const char *fmt, ...) {
+  char line[2048] = "mpi-collectives: error: ";
+  size_t len = strlen(line);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line + len, sizeof line - len, fmt, ap);
+  va_end(ap);
+  mpic_end_job_line(line);
+}

@@ -1,0 +1,12 @@
+/* Ending the job: the one way this package stops a job it cannot let go on
+ * (a wrong split, a dead peer, and through mpi_collectives.mpi.end_job every
+ * stop decided in Python). */
+#ifndef MPI_COLLECTIVES_END_JOB_H
+#define MPI_COLLECTIVES_END_JOB_H
+
+/* Print `line`, then end the whole job. */
+__attribute__((noreturn)) void mpic_end_job_line(const char *line);
+/* The same, for "mpi-collectives: error: " and the formatted text. */
+__attribute__((noreturn)) void mpic_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
