@@ -15,7 +15,7 @@ SRC = os.path.join(ROOT, "native", "src", "services")
 def harness(tmp_path_factory):
     exe = str(tmp_path_factory.mktemp("plan") / "plan_harness")
     subprocess.run(["cc", "-O1", "-Wall", "-Werror", "-I", os.path.join(SRC, "devices"), "-I", SRC, "-o", exe,
-                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "plan_harness.c"),
+                    os.path.join(ROOT, "tests", "programs", "plan_harness.c"),
                     os.path.join(SRC, "devices", "plan.c"), os.path.join(SRC, "split_plan.c")],
                    check=True, capture_output=True, text=True)
     return exe
