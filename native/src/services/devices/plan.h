@@ -1,5 +1,5 @@
 /* Steps 2 and 3 of an event (devices.h), as pure functions: no MPI, no
- * state, so that they can be tested alone (tests/native/plan_harness.c).
+ * state, so that they can be tested alone (tests/programs/plan_harness.c).
  * Every process computes the same plan from the same exchanged entries. */
 #ifndef MPI_COLLECTIVES_DEVICES_PLAN_H
 #define MPI_COLLECTIVES_DEVICES_PLAN_H
