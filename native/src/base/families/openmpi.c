@@ -69,7 +69,7 @@ static void openmpi_activate(void *lib, const char *path) {
   if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD)) mpic_log(0, "could not make %s global: %s", path, dlerror());
   /* op/avx adds 8- and 16-bit integers with saturating instructions: an
    * MPI_SUM past the type's maximum gives the maximum where C, XLA and MPICH
-   * wrap around (Open MPI 5.0.11; tests/test_soak.py at 4 ranks and `doctor`
+   * wrap around (Open MPI 5.0.11; tests/jax_over_mpi/test_soak.py at 4 ranks and `doctor`
    * see it). Without it Open MPI uses its portable loops. MCA parameters are
    * read at MPI_Init, from the environment. */
   if (!getenv("OMPI_MCA_op")) {
