@@ -17,16 +17,14 @@ import sys
 from . import launchers
 
 
-def _collectives_over_mpi() -> None:
-    """JAX's collectives over MPI, unless the user chose otherwise. `import
-    mpi_collectives` set JAX_CPU_COLLECTIVES_IMPLEMENTATION, but jax before 0.4.3x
-    reads the option only from its config: set it there too, before
-    jax.distributed makes the backend."""
-    import os
-
-    import jax
-    jax.config.update("jax_cpu_collectives_implementation",
-                      os.environ.get("JAX_CPU_COLLECTIVES_IMPLEMENTATION") or "mpi")
+def _start_up(overrides=None):
+    """initialize()'s own start-up (jax_setup.start_up), once, from whichever
+    of JAX's questions comes first: a program that calls
+    jax.distributed.initialize() itself gets the same checks, tunings,
+    float16 rules and device count as one that calls initialize(). A user who
+    gives JAX the coordinator's address is asked only for rank and size."""
+    from . import jax_setup, settings
+    return jax_setup.start_up(settings.read(**(overrides or {})), collectives=None)
 
 
 def _make_cluster_env(clusters):
@@ -42,30 +40,22 @@ def _make_cluster_env(clusters):
         @classmethod
         def get_coordinator_address(cls, timeout_secs=None, override_coordinator_port=None) -> str:
             # (jax before 0.8.1 passes only timeout_secs)
-            from . import meeting, mpi, settings
-            _collectives_over_mpi()
             overrides = {"timeout": timeout_secs} if timeout_secs else {}
             if override_coordinator_port:
                 overrides["port"] = int(override_coordinator_port)
-            mpi.init()
-            rank, size = mpi.rank_size()
-            choice = meeting.meet(rank, size, settings.read(**overrides))
-            if rank == 0 and choice.bind and not os.environ.get("JAX_COORDINATOR_BIND_ADDRESS"):
+            choice = _start_up(overrides).choice
+            if choice.bind and not os.environ.get("JAX_COORDINATOR_BIND_ADDRESS") and _start_up().rank == 0:
                 # jax.distributed.initialize reads it after asking us, when not given the argument.
                 os.environ["JAX_COORDINATOR_BIND_ADDRESS"] = choice.bind
             return choice.address
 
         @classmethod
         def get_process_count(cls) -> int:
-            from . import mpi
-            mpi.init()
-            return mpi.rank_size()[1]
+            return _start_up().size
 
         @classmethod
         def get_process_id(cls) -> int:
-            from . import mpi
-            mpi.init()
-            return mpi.rank_size()[0]
+            return _start_up().rank
 
     return MpiCollectivesCluster
 

@@ -154,16 +154,40 @@ def _agree_on_local_devices(rank: int, size: int, level: str) -> int:
     return devices
 
 
-def initialize(**kwargs) -> Info:
-    """Make JAX's CPU collectives run over MPI in this process; call it on every rank.
+@dataclasses.dataclass(frozen=True)
+class Started:
+    """What start_up() did: MPI up, the ranks met, JAX configured; what is
+    left is jax.distributed.initialize and the steps after it (finish())."""
+    rank: int
+    size: int
+    family: str
+    level: str
+    choice: object  # meeting.meet's answer: the coordinator's address, and where it listens
+    tunings: tuple
+    devices: int
+    settings: object
 
-    Keyword arguments override the environment variables of
-    mpi_collectives.settings.TABLE. A second call returns the first one's Info.
-    """
-    global _INFO
-    if _INFO is not None:
-        return _INFO
-    settings = _settings.read(**kwargs)
+
+_STARTED = None
+_START_LOCK = threading.Lock()
+
+
+def start_up(settings, *, collectives="mpi") -> Started:
+    """Everything before jax.distributed.initialize, once per process:
+    initialize() calls it, and so does the cluster environment (cluster.py)
+    when a program calls jax.distributed.initialize() itself, so that both
+    get the same checks, tunings, float16 rules and device count.
+    `collectives`: the value for JAX's jax_cpu_collectives_implementation;
+    None keeps what the environment names (the cluster environment's way:
+    a user who exported gloo gets gloo), "mpi" when it names nothing."""
+    global _STARTED
+    with _START_LOCK:
+        if _STARTED is None:
+            _STARTED = _start_up(settings, collectives)
+        return _STARTED
+
+
+def _start_up(settings, collectives) -> Started:
     _check_jax_version()
     if _backend_exists():
         raise InitializeError(
@@ -190,23 +214,53 @@ def initialize(**kwargs) -> Info:
     except Exception as e:  # this rank alone: the others must not wait for it
         end_job(f"rank {rank}/{size}: initialize() failed while meeting the other ranks: "
                 f"{type(e).__name__}: {e}. Fix: see the error; every rank of the job has been stopped.")
-    address = choice.address
-    log(f"coordinator {address}, listening on {choice.bind or 'every interface'}")
+    log(f"coordinator {choice.address}, listening on {choice.bind or 'every interface'}")
     # Before JAX creates its backend, whose thread pool takes this thread's CPU set.
     tunings.append(tuning.bind_cpus(rank, size, mpi.allgather, settings.bind_cpus))
-    tunings = [line for line in tunings if line]
+    tunings = tuple(line for line in tunings if line)
     for line in tunings:
         log(line)
 
     import jax
-    jax.config.update("jax_cpu_collectives_implementation", "mpi")
+    # jax before 0.4.3x reads the option only from its config, not the environment.
+    jax.config.update("jax_cpu_collectives_implementation",
+                      collectives or os.environ["JAX_CPU_COLLECTIVES_IMPLEMENTATION"])
     narrow_dtypes.install()  # float16/float8 collectives, which XLA refuses over MPI
     devices = _agree_on_local_devices(rank, size, level)
+    return Started(rank=rank, size=size, family=family, level=level, choice=choice, tunings=tunings,
+                   devices=devices, settings=settings)
+
+
+def finish(started: Started) -> None:
+    """The steps after jax.distributed.initialize has joined the ranks."""
+    rank, size, settings = started.rank, started.size, started.settings
+    # JAX's distributed runtime catches SIGTERM and computes on; a job asked
+    # to stop (launcher, scancel, timeout) must stop.
+    mpi.stop_on_sigterm(rank, size)
+    if settings.abort_on_exception:
+        exit_hooks.abort_on_uncaught_exceptions(rank, size)
+    if settings.watch_peers:
+        peers.watch(rank, size, float(settings.exit_timeout), started.choice.address)
+
+
+def initialize(**kwargs) -> Info:
+    """Make JAX's CPU collectives run over MPI in this process; call it on every rank.
+
+    Keyword arguments override the environment variables of
+    mpi_collectives.settings.TABLE. A second call returns the first one's Info.
+    """
+    global _INFO
+    if _INFO is not None:
+        return _INFO
+    started = start_up(_settings.read(**kwargs))
+    rank, size, choice = started.rank, started.size, started.choice
+    address = choice.address
+    import jax
     if rank != 0:
-        coordinator.wait_until_listening(address, float(settings.timeout))
+        coordinator.wait_until_listening(address, float(started.settings.timeout))
     try:
         jax.distributed.initialize(coordinator_address=address, num_processes=size, process_id=rank,
-                                   initialization_timeout=int(settings.timeout),
+                                   initialization_timeout=int(started.settings.timeout),
                                    **coordinator.bind_argument(choice, jax.distributed.initialize))
     except Exception as e:  # JAX's own errors are long; lead with the cause and the fix
         message = (f"rank {rank}/{size} could not join jax.distributed through the coordinator "
@@ -216,13 +270,7 @@ def initialize(**kwargs) -> Info:
         if size > 1:  # the ranks that did join would wait for this one
             end_job(message)
         raise InitializeError("mpi-collectives: " + message) from e
-    # JAX's distributed runtime catches SIGTERM and computes on; a job asked
-    # to stop (launcher, scancel, timeout) must stop.
-    mpi.stop_on_sigterm(rank, size)
-    _INFO = Info(rank=rank, size=size, library=mpi.library(), family=family, thread_level=level,
-                 coordinator=address, wrapper=libpath(), tunings=tuple(tunings), local_devices=devices)
-    if settings.abort_on_exception:
-        exit_hooks.abort_on_uncaught_exceptions(rank, size)
-    if settings.watch_peers:
-        peers.watch(rank, size, float(settings.exit_timeout), address)
+    _INFO = Info(rank=rank, size=size, library=mpi.library(), family=started.family, thread_level=started.level,
+                 coordinator=address, wrapper=libpath(), tunings=started.tunings, local_devices=started.devices)
+    finish(started)
     return _INFO
