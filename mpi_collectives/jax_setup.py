@@ -119,23 +119,18 @@ def _init_mpi_or_end_job(settings) -> int:
         watchdog.cancel()
 
 
-def _agree_on_local_devices(rank: int, size: int, level: str) -> int:
-    """CPU devices per process, from JAX's settings, the same on every rank
-    (checked here, where it can still be said before JAX starts); the native
-    layer needs it before XLA's first collective (native/src/services/devices/)."""
-    import numpy as np
-    devices = jax_compat.configured_cpu_devices()
-    every = mpi.allgather(np.array([devices], np.int32), size)[:, 0]
-    how = ("set JAX_NUM_CPU_DEVICES (or jax.config.update('jax_num_cpu_devices', N), or XLA_FLAGS="
-           "--xla_force_host_platform_device_count=N) to the same N on every rank before initialize()")
-    if len(set(every.tolist())) > 1:
-        counts = ", ".join(f"rank {r}: {n}" for r, n in enumerate(every.tolist()) if n != every[0] or r == 0)
-        raise InitializeError(f"mpi-collectives: the ranks ask JAX for different numbers of CPU devices per process "
-                              f"({counts}); every process must have the same number. Fix: {how}.")
+_DEVICES_HOW = ("set JAX_NUM_CPU_DEVICES (or jax.config.update('jax_num_cpu_devices', N), or XLA_FLAGS="
+                "--xla_force_host_platform_device_count=N) to the same N on every rank before initialize()")
+
+
+def check_local_devices(devices: int, level: str = "multiple") -> None:
+    """InitializeError when `devices` CPU devices per process cannot run over
+    MPI here: more than the native layer serves, a jax whose XLA cannot, or a
+    thread level below MPI_THREAD_MULTIPLE (`level`, as MPI granted it)."""
     most = mpi.max_local_devices()
     if devices > most:
         raise InitializeError(f"mpi-collectives: {devices} CPU devices per process; collectives over MPI support "
-                              f"1 to {most}. Fix: {how}, with N at most {most}, and "
+                              f"1 to {most}. Fix: {_DEVICES_HOW}, with N at most {most}, and "
                               "start more processes instead.")
     if devices > 1 and jax_compat.version_tuple(jax_compat.installed_jax()) < jax_compat.LOCAL_DEVICES_JAX:
         need = ".".join(map(str, jax_compat.LOCAL_DEVICES_JAX))
@@ -148,6 +143,20 @@ def _agree_on_local_devices(rank: int, size: int, level: str) -> int:
                               f"collectives call MPI from several threads at once), and MPI granted {level}. Fix: "
                               "unset MPI_COLLECTIVES_THREAD_LEVEL, or use an MPI built with thread support, or "
                               "one CPU device per process.")
+
+
+def _agree_on_local_devices(rank: int, size: int, level: str) -> int:
+    """CPU devices per process, from JAX's settings, the same on every rank
+    (checked here, where it can still be said before JAX starts); the native
+    layer needs it before XLA's first collective (native/src/services/devices/)."""
+    import numpy as np
+    devices = jax_compat.configured_cpu_devices()
+    every = mpi.allgather(np.array([devices], np.int32), size)[:, 0]
+    if len(set(every.tolist())) > 1:
+        counts = ", ".join(f"rank {r}: {n}" for r, n in enumerate(every.tolist()) if n != every[0] or r == 0)
+        raise InitializeError(f"mpi-collectives: the ranks ask JAX for different numbers of CPU devices per process "
+                              f"({counts}); every process must have the same number. Fix: {_DEVICES_HOW}.")
+    check_local_devices(devices, level)
     mpi.set_local_devices(devices)
     if devices > 1:
         log(f"{devices} CPU devices per process: collectives go through device groups")
@@ -229,6 +238,16 @@ def _start_up(settings, collectives) -> Started:
     devices = _agree_on_local_devices(rank, size, level)
     return Started(rank=rank, size=size, family=family, level=level, choice=choice, tunings=tunings,
                    devices=devices, settings=settings)
+
+
+def started() -> "Started | None":
+    """What start_up() did in this process, if it ran."""
+    return _STARTED
+
+
+def info() -> "Info | None":
+    """What initialize() set up in this process, if it ran."""
+    return _INFO
 
 
 def finish(started: Started) -> None:

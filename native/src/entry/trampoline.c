@@ -4,6 +4,7 @@
  * every MPIABI constant by the time dlopen returns (MPItrampoline reads them
  * at once). */
 #include "common.h"
+#include "devices.h"
 #include "family.h"
 #include "loader.h"
 #include "log.h"
@@ -27,4 +28,10 @@ __attribute__((constructor)) static void mpic_constructor(void) {
   mpic_family_mpich.set_constants(NULL); /* defined values even when no MPI can be loaded */
   mpic_load();
   if (!mpic_family) mpic_log(1, "no MPI library loaded: %s", mpic_search_report);
+  /* A program that never calls initialize() has its devices served too. More
+   * than the wrapper serves is left at 1: the Python layer (initialize(), or
+   * the JAX plugin hook for other programs) stops the job with the sentence. */
+  int devices = mpic_devices_from_environment();
+  if (devices > 1 && mpic_devices_set_local(devices) == 0)
+    mpic_log(1, "%d CPU devices per process, from JAX's environment", devices);
 }

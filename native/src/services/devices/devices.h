@@ -93,6 +93,10 @@
 extern int mpic_local_devices;
 /* Told by the Python layer before the first collective; -1 outside 1..8. */
 int mpic_devices_set_local(int n);
+/* The count JAX's environment asks for (JAX_NUM_CPU_DEVICES, XLA_FLAGS), so
+ * that a program that never calls initialize() is served too; 1 when it
+ * names none, MPIC_MAX_LOCAL_DEVICES + 1 for more than the wrapper serves. */
+int mpic_devices_from_environment(void);
 
 /* One local device's MPI_Comm_split(MPI_COMM_WORLD, color, key) for XLA (events.c). */
 int mpic_device_split(int color, int key, MPIABI_Comm *newcomm);

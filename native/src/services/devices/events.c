@@ -25,6 +25,35 @@ int mpic_devices_set_local(int n) {
   return 0;
 }
 
+/* A whole number >= 0 that is all of `text` (up to `end`, or its end), or -1. */
+static long whole(const char *text, const char *end) {
+  if (!text || text == end || !*text) return -1;
+  long n = 0;
+  for (const char *p = text; p != end && *p; p++) {
+    if (*p < '0' || *p > '9' || n > 1000000) return -1;
+    n = n * 10 + (*p - '0');
+  }
+  return n;
+}
+
+/* Where JAX itself reads it, as jax_compat.configured_cpu_devices does:
+ * JAX_NUM_CPU_DEVICES (the jax_num_cpu_devices option's variable; 0 means 1),
+ * else the last --xla_force_host_platform_device_count=N of XLA_FLAGS. */
+int mpic_devices_from_environment(void) {
+  long n = whole(getenv("JAX_NUM_CPU_DEVICES"), NULL);
+  if (n < 0) {
+    static const char flag[] = "--xla_force_host_platform_device_count=";
+    const char *flags = getenv("XLA_FLAGS");
+    for (const char *at = flags ? strstr(flags, flag) : NULL; at; at = strstr(at + 1, flag)) {
+      const char *value = at + sizeof flag - 1;
+      long v = whole(value, value + strcspn(value, " \t"));
+      if (v >= 0) n = v;
+    }
+  }
+  if (n < 0) return 1;
+  return n < 1 ? 1 : n > MPIC_MAX_LOCAL_DEVICES ? (int)MPIC_MAX_LOCAL_DEVICES + 1 : (int)n;
+}
+
 /* ---- 1. events ---- */
 static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ev_cv = PTHREAD_COND_INITIALIZER;

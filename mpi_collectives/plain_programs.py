@@ -1,0 +1,56 @@
+"""What a program that sets JAX up itself gets: the help initialize() gives,
+at the moment JAX starts its backends.
+
+A program that exports MPITRAMPOLINE_LIB and
+JAX_CPU_COLLECTIVES_IMPLEMENTATION=mpi and calls jax.distributed.initialize()
+with its own arguments (JAX's own test harness does) never calls
+initialize(). JAX calls the package's plugin hook (mpi_collectives_jax_plugin,
+registered under the `jax_plugins` entry-point group) when its backends
+start, after jax.distributed has joined the ranks and before XLA creates its
+MPI communicators; at that moment, for such a program, this module
+- installs the float16/float8 lowering rules (narrow_dtypes), which XLA
+  would otherwise refuse over MPI;
+- tells the native layer the number of CPU devices per process that JAX's
+  configuration holds, including one set in code with
+  jax.config.update('jax_num_cpu_devices', N) (the native layer reads the
+  environment's own when it is loaded);
+- for a program started through the cluster environment (cluster.py), which
+  ran initialize()'s start-up, runs the steps initialize() takes after the
+  join (SIGTERM, uncaught exceptions, watching the ranks).
+It does nothing when JAX's MPI is not this package's wrapper.
+"""
+import threading
+
+from . import jax_compat, jax_setup, mpi, narrow_dtypes
+from .ending import end_job
+from .errors import InitializeError
+from .log import log
+
+_done = False
+_lock = threading.Lock()
+
+
+def at_backend_start() -> None:
+    global _done
+    with _lock:
+        if _done:
+            return
+        _done = True
+    if not mpi.trampoline_attached():
+        return  # JAX's MPI is another wrapper (or none): nothing of ours to help
+    narrow_dtypes.install()
+    _tell_local_devices()
+    started = jax_setup.started()
+    if started is not None and jax_setup.info() is None:
+        jax_setup.finish(started)  # the cluster environment's start; initialize() finishes its own
+
+
+def _tell_local_devices() -> None:
+    devices = jax_compat.configured_cpu_devices()
+    try:
+        jax_setup.check_local_devices(devices)
+    except InitializeError as e:  # every rank meets it alike: each ends with the sentence
+        end_job(str(e).removeprefix("mpi-collectives: "))
+    if devices > 1:
+        mpi.set_local_devices(devices)
+        log(f"{devices} CPU devices per process (JAX's configuration at backend start)")
