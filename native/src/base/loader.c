@@ -1,10 +1,20 @@
 /* Finding the MPI library and its family. An explicit MPI_COLLECTIVES_LIBMPI
- * is final. Otherwise, the sonames of the families searched (all but the
+ * is final. Otherwise the sonames of the families searched (all but the
  * standard ABI's, which the mpich wheel installs beside libmpi.so.12 and so
- * is only taken when MPI_COLLECTIVES_ABI=standard asks for it): first a
- * library already loaded, then the lib/ of every prefix a wheel may use,
- * then the loader's own search. The first library one of the families'
- * records recognizes is bound. */
+ * is only taken when MPI_COLLECTIVES_ABI=standard asks for it), by these
+ * rules, in order; the first library one of the families' records
+ * recognizes is bound:
+ *   1. a library already loaded in the process (mpi4py's);
+ *   2. the launcher's own installation: PREFIX/lib of the program that
+ *      started this process (PREFIX/bin/hydra_pmi_proxy, orted, prterun, ...:
+ *      mpi_collectives/launchers.py), whose library is the one that can join
+ *      the processes it started;
+ *   3. family by family, the family the launcher's variables ask for first
+ *      (Open MPI's mpirun, Hydra, srun --mpi=pmi2 or pmix), each looked for
+ *      on LD_LIBRARY_PATH (a loaded module), then under the prefixes where a
+ *      wheel may have put it, then by the loader's own search.
+ * What was chosen, by which rule, and which other libraries were there is
+ * kept for `python -m mpi_collectives info` (mpic_load_rule, mpic_passed_over). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
@@ -15,6 +25,7 @@
 #include <unistd.h>
 #include "common.h"
 #include "family.h"
+#include "launcher_env.h"
 #include "loader.h"
 #include "log.h"
 #include "settings.h"
@@ -27,6 +38,8 @@ char mpic_loaded_path[4096];
 char mpic_search_report[8192];
 char mpic_missing[4096];
 char mpic_family_reason[512];
+char mpic_load_rule[1024];
+char mpic_passed_over[4096];
 
 static void report(const char *fmt, ...) {
   size_t len = strlen(mpic_search_report);
@@ -130,20 +143,18 @@ static int try_library(const char *path, int flags) {
   return 1;
 }
 
-/* The sonames to look for: the forced family's, or every family's that is
- * searched by default, the MPICH ABI's first (the commonest on clusters, and
- * the bundled default). */
+/* The families looked for: the forced one, or every one searched by default,
+ * the MPICH ABI's first (the commonest on clusters, and the bundled default). */
 static const struct mpic_family *const search_order[] = {&mpic_family_mpich, &mpic_family_openmpi,
                                                          &mpic_family_standard};
-static int search_names(const char **names, int max) {
-  int n = 0, forced = forced_family();
-  for (size_t i = 0; i < sizeof search_order / sizeof *search_order; i++) {
-    const struct mpic_family *f = search_order[i];
-    if (forced > 0 ? f->id != forced : !f->searched_by_default) continue;
-    for (size_t j = 0; f->library_names[j] && n < max - 1; j++) names[n++] = f->library_names[j];
-  }
-  names[n] = NULL;
-  return n;
+static int searched(const struct mpic_family *f) {
+  int forced = forced_family();
+  return forced > 0 ? f->id == forced : f->searched_by_default;
+}
+static const struct mpic_family *family_named(const char *name) {
+  for (size_t i = 0; name && i < sizeof search_order / sizeof *search_order; i++)
+    if (!strcmp(search_order[i]->name, name)) return search_order[i];
+  return NULL;
 }
 
 /* Prefixes that hold a lib/ directory where a wheel may have put libmpi: what
@@ -200,6 +211,119 @@ static void collect_prefixes(struct prefixes *prefixes) {
   add_prefix(prefixes, "/usr/local", strlen("/usr/local"));
 }
 
+/* ---- the search ---- */
+/* The lib folders of an installation prefix: lib, lib64, and Debian's
+ * multiarch folder (/usr/lib/x86_64-linux-gnu). */
+static int install_dirs(const char *prefix, char dirs[3][1100]) {
+#if defined(__x86_64__)
+  const char *triplet = "x86_64-linux-gnu";
+#elif defined(__aarch64__)
+  const char *triplet = "aarch64-linux-gnu";
+#else
+  const char *triplet = NULL;
+#endif
+  snprintf(dirs[0], sizeof dirs[0], "%s/lib", prefix);
+  snprintf(dirs[1], sizeof dirs[1], "%s/lib64", prefix);
+  if (!triplet) return 2;
+  snprintf(dirs[2], sizeof dirs[2], "%s/lib/%s", prefix, triplet);
+  return 3;
+}
+
+/* DIR/NAME for each of the family's sonames that exists there; the first
+ * that loads wins. */
+static int try_in_dir(const struct mpic_family *f, const char *dir, const char *rule) {
+  for (size_t j = 0; f->library_names[j]; j++) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, f->library_names[j]);
+    if (access(path, F_OK) != 0) continue;
+    if (try_library(path, RTLD_NOW | RTLD_LOCAL)) {
+      snprintf(mpic_load_rule, sizeof mpic_load_rule, "%s", rule);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Rule 2: the installation of the program that started this process. */
+static int try_launcher_installation(void) {
+  char exe[1024];
+  const struct mpic_launcher_program *program = mpic_launcher_program(exe, sizeof exe);
+  const struct mpic_family *f = program ? family_named(program->family) : NULL;
+  if (!f || !searched(f)) return 0;
+  char *slash = strrchr(exe, '/');
+  if (!slash) return 0;
+  *slash = 0; /* PREFIX/bin */
+  slash = strrchr(exe, '/');
+  if (!slash) return 0;
+  char prefix[1024], rule[1200], dirs[3][1100];
+  snprintf(prefix, sizeof prefix, "%.*s", (int)(slash - exe), exe);
+  snprintf(rule, sizeof rule, "the installation of the launcher that started this process (%s/bin/%s)",
+           prefix, program->program);
+  for (int i = 0, n = install_dirs(prefix, dirs); i < n; i++)
+    if (try_in_dir(f, dirs[i], rule)) return 1;
+  return 0;
+}
+
+/* Rule 3 for one family: LD_LIBRARY_PATH, the wheels' prefixes, the loader. */
+static int try_family(const struct mpic_family *f, const struct prefixes *prefixes, const char *why) {
+  char rule[1400];
+  const char *path = getenv("LD_LIBRARY_PATH");
+  while (path && *path) {
+    const char *end = strchr(path, ':');
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%.*s", (int)(end ? end - path : (long)strlen(path)), path);
+    snprintf(rule, sizeof rule, "%sLD_LIBRARY_PATH (%s)", why, dir);
+    if (*dir && try_in_dir(f, dir, rule)) return 1;
+    path = end ? end + 1 : NULL;
+  }
+  for (int i = 0; i < prefixes->n; i++) {
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/lib", prefixes->dirs[i]);
+    snprintf(rule, sizeof rule, "%sthe prefix of a Python environment (%s)", why, prefixes->dirs[i]);
+    if (try_in_dir(f, dir, rule)) return 1;
+  }
+  size_t mark = strlen(mpic_search_report); /* a soname the loader does not know is no news */
+  for (size_t j = 0; f->library_names[j]; j++)
+    if (try_library(f->library_names[j], RTLD_NOW | RTLD_LOCAL)) {
+      snprintf(mpic_load_rule, sizeof mpic_load_rule, "%sthe loader's own search (its cache, system folders)", why);
+      return 1;
+    }
+  mpic_search_report[mark] = 0;
+  return 0;
+}
+
+/* Every other library the rules could have taken, and why it was not. */
+static void note_passed_over(const struct prefixes *prefixes, const char *launcher_family) {
+  char chosen[4096];
+  if (!realpath(mpic_loaded_path, chosen)) snprintf(chosen, sizeof chosen, "%s", mpic_loaded_path);
+  char dirs[24][1100];
+  int n = 0;
+  const char *path = getenv("LD_LIBRARY_PATH");
+  while (path && *path && n < 8) {
+    const char *end = strchr(path, ':');
+    snprintf(dirs[n], sizeof dirs[n], "%.*s", (int)(end ? end - path : (long)strlen(path)), path);
+    if (*dirs[n]) n++;
+    path = end ? end + 1 : NULL;
+  }
+  for (int i = 0; i < prefixes->n && n < 24; i++) snprintf(dirs[n++], sizeof dirs[0], "%s/lib", prefixes->dirs[i]);
+  size_t used = 0;
+  for (size_t k = 0; k < sizeof search_order / sizeof *search_order; k++) {
+    const struct mpic_family *f = search_order[k];
+    if (!searched(f)) continue;
+    for (int d = 0; d < n; d++)
+      for (size_t j = 0; f->library_names[j]; j++) {
+        char candidate[1200], real[4096];
+        snprintf(candidate, sizeof candidate, "%s/%s", dirs[d], f->library_names[j]);
+        if (!realpath(candidate, real) || !strcmp(real, chosen) || strstr(mpic_passed_over, candidate)) continue;
+        const char *why = launcher_family && strcmp(f->name, launcher_family) ? "not the launcher's MPI"
+                                                                              : "found by a later rule";
+        used += (size_t)snprintf(mpic_passed_over + used, used < sizeof mpic_passed_over ? sizeof mpic_passed_over - used : 0,
+                                 "%s%s (%s: %s)", used ? "; " : "", candidate, f->name, why);
+        if (used >= sizeof mpic_passed_over) return;
+      }
+  }
+}
+
 void mpic_load(void) {
   if (mpic_settings_error[0]) {
     report("%s", mpic_settings_error);
@@ -209,30 +333,43 @@ void mpic_load(void) {
     /* An explicit choice is final: falling back to another MPI would hide the mistake. */
     if (!try_library(mpic_settings.libmpi, RTLD_NOW | RTLD_LOCAL))
       report("(MPI_COLLECTIVES_LIBMPI=%s) ", mpic_settings.libmpi);
+    else
+      snprintf(mpic_load_rule, sizeof mpic_load_rule, "MPI_COLLECTIVES_LIBMPI");
     return;
   }
-  const char *names[16];
-  search_names(names, 16);
-  for (size_t i = 0; names[i]; i++)
-    if (try_library(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return;
-
+  /* 1. Already loaded. */
+  for (size_t k = 0; k < sizeof search_order / sizeof *search_order; k++)
+    for (size_t j = 0; searched(search_order[k]) && search_order[k]->library_names[j]; j++)
+      if (try_library(search_order[k]->library_names[j], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+        snprintf(mpic_load_rule, sizeof mpic_load_rule, "already loaded in this process");
+        return;
+      }
   struct prefixes prefixes = {.n = 0};
   collect_prefixes(&prefixes);
-  for (int i = 0; i < prefixes.n; i++)
-    for (size_t j = 0; names[j]; j++) {
-      char path[1100];
-      snprintf(path, sizeof path, "%s/lib/%s", prefixes.dirs[i], names[j]);
-      if (access(path, F_OK) != 0) continue;
-      if (try_library(path, RTLD_NOW | RTLD_LOCAL)) return;
-    }
+  const char *launcher_family = mpic_launcher_family();
+  /* 2. The launcher's installation. 3. Family by family, the launcher's first. */
+  int found = try_launcher_installation();
+  const struct mpic_family *first = family_named(launcher_family);
+  if (!found && first && searched(first)) {
+    char why[128];
+    snprintf(why, sizeof why, "the launcher's MPI family (%s), on ", first->name);
+    found = try_family(first, &prefixes, why);
+  }
+  for (size_t k = 0; !found && k < sizeof search_order / sizeof *search_order; k++)
+    if (searched(search_order[k]) && search_order[k] != first)
+      found = try_family(search_order[k], &prefixes, "the first found, on ");
+  if (found) {
+    note_passed_over(&prefixes, launcher_family);
+    return;
+  }
   report("no ");
-  for (size_t j = 0; names[j]; j++) report("%s%s", j ? " or " : "", names[j]);
-  report(" under %d prefixes (", prefixes.n);
+  int shown = 0;
+  for (size_t k = 0; k < sizeof search_order / sizeof *search_order; k++)
+    for (size_t j = 0; searched(search_order[k]) && search_order[k]->library_names[j]; j++)
+      report("%s%s", shown++ ? " or " : "", search_order[k]->library_names[j]);
+  report(" on LD_LIBRARY_PATH, under %d prefixes (", prefixes.n);
   for (int i = 0; i < prefixes.n; i++) report("%s%s", i ? ", " : "", prefixes.dirs[i]);
-  report("); ");
-  /* Last, the loader's own search: LD_LIBRARY_PATH, the ld.so cache. */
-  for (size_t i = 0; names[i]; i++)
-    if (try_library(names[i], RTLD_NOW | RTLD_LOCAL)) return;
+  report(") or by the loader's search; ");
 }
 
 /* ---- what a process without a library is told ---- */

@@ -17,6 +17,8 @@ MPIABI_EXPORT const char *mpic_family_name(void) { return mpic_family ? mpic_fam
 MPIABI_EXPORT const char *mpic_family_detail(void) { return mpic_family_reason; }
 MPIABI_EXPORT const char *mpic_library_path(void) { return mpic_loaded_path; }
 MPIABI_EXPORT const char *mpic_load_report(void) { return mpic_search_report; }
+MPIABI_EXPORT const char *mpic_load_rule_text(void) { return mpic_load_rule; }
+MPIABI_EXPORT const char *mpic_passed_over_text(void) { return mpic_passed_over; }
 MPIABI_EXPORT const char *mpic_missing_functions(void) { return mpic_missing; }
 MPIABI_EXPORT int mpic_we_initialized(void) { return mpic_initialized_by_us; }
 MPIABI_EXPORT int mpic_thread_policy_value(void) { return mpic_settings.thread_level; }
