@@ -1,7 +1,9 @@
 """How a rank of a comparison starts JAX's distributed runtime: over MPI
-through mpi_collectives.initialize(), or over JAX's gloo as a gloo user
-would (rank and size from the launcher's variables, the coordinator at an
-address the launching side chose). Used by the bench, the scripts and the
+through mpi_collectives.initialize(); over MPI as a program that sets JAX up
+itself ("plain": MPITRAMPOLINE_LIB exported by the launching side, the
+package never imported); or over JAX's gloo as a gloo user would (rank and
+size from the launcher's variables, the coordinator at an address the
+launching side chose). Used by the bench, the scripts and the
 test programs that compare the two.
 
 The package is imported only for "mpi": importing it sets
@@ -14,10 +16,13 @@ from .launchers import launcher_rank_size
 
 
 def start(backend: str, coordinator: str = None) -> tuple:
-    """(jax, rank, size) once jax.distributed is up over `backend` ("mpi" or
-    "gloo"; gloo's coordinator listens on `coordinator`, host:port)."""
+    """(jax, rank, size) once jax.distributed is up over `backend` ("mpi",
+    "plain" or "gloo"; the coordinator of the last two listens on
+    `coordinator`, host:port)."""
     if backend == "gloo":
         return start_gloo(coordinator)
+    if backend == "plain":
+        return start_plain(coordinator)
     import mpi_collectives
     info = mpi_collectives.initialize()
     import jax
@@ -32,5 +37,20 @@ def start_gloo(coordinator: str) -> tuple:
     import jax
     rank, size = launcher_rank_size()
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator, size, rank)
+    return jax, rank, size
+
+
+def start_plain(coordinator: str) -> tuple:
+    """(jax, rank, size) over MPI the way a program that never imports this
+    package starts it (JAX's own multi-process harness does): the launching
+    side exported MPITRAMPOLINE_LIB; JAX's collectives option and
+    jax.distributed.initialize with the launcher's rank and size."""
+    if not os.environ.get("MPITRAMPOLINE_LIB"):
+        raise RuntimeError("the plain backend needs MPITRAMPOLINE_LIB from the launching side")
+    os.environ["JAX_CPU_COLLECTIVES_IMPLEMENTATION"] = "mpi"
+    import jax
+    rank, size = launcher_rank_size()
+    jax.config.update("jax_cpu_collectives_implementation", "mpi")
     jax.distributed.initialize(coordinator, size, rank)
     return jax, rank, size

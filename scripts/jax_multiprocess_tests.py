@@ -1,21 +1,25 @@
 """JAX's own multi-process tests (tests/multiprocess/ of a JAX source checkout,
 at the tag of the installed jax) over MPI and over gloo, outcome by outcome:
 
-    python scripts/jax_multiprocess_tests.py JAX_TESTS_DIR [--processes 2] [--devices 2] [FILE ...]
+    python scripts/jax_multiprocess_tests.py JAX_TESTS_DIR [--processes 2] [--devices 2]
+        [--backends mpi,plain,gloo] [FILE ...]
 
 Run with the venv's python (it needs absl-py, which the script installs if
 missing). The jax wheel does not carry JAX's tests, and this repository does
 not copy them: point JAX_TESTS_DIR at `tests/multiprocess` of a JAX checkout
 (`git clone --branch jax-v<version> https://github.com/jax-ml/jax`).
 
-Every test file runs twice under this MPI's mpiexec, PROCESSES processes
-with DEVICES CPU devices each: over MPI through mpi_collectives.initialize(),
-and over gloo (jax.distributed from the launcher's rank). In both, each rank
+Every test file runs under this MPI's mpiexec, PROCESSES processes with
+DEVICES CPU devices each, once per backend: over MPI through
+mpi_collectives.initialize() ("mpi"); over MPI as a program that sets JAX up
+itself and never imports the package ("plain": MPITRAMPOLINE_LIB exported,
+jax.distributed.initialize from the launcher's rank); and over gloo. Each rank
 runs the file's test cases with JAX's own test loader, in-process (JAX's
 harness would start the processes itself, which an MPI job cannot), after
 telling the harness the process count. Prints a table of the outcomes per
-file and every test whose outcome differs between the two; exits 1 if any
-does, or if a launch fails.
+file and every test whose outcome over an MPI backend differs from gloo's;
+exits 1 if any does, or if a launch over MPI fails. With no FILE, every
+*_test.py of the folder.
 
     python scripts/jax_multiprocess_tests.py --worker mpi|gloo FILE   (what each rank runs)
 """
@@ -30,8 +34,6 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import backends  # noqa: E402  (scripts/backends.py: the package's start-up and launching)
 
-DEFAULT_FILES = ("all_reduce_test.py", "all_gather_test.py", "all_to_all_test.py", "axis_index_test.py",
-                 "pmap_test.py", "pjit_test.py", "array_test.py", "multihost_utils_test.py")
 
 
 def worker(backend, path):
@@ -102,6 +104,9 @@ def launch(backend, path, processes, devices, port, exclude=None, timeout=900):
     env = dict(os.environ, JAX_NUM_CPU_DEVICES=str(devices), SUITE_PORT=str(port), JAX_PLATFORMS="cpu",
                SUITE_OUT=out, SUITE_EXCLUDE=exclude or "")
     env.pop("MPITRAMPOLINE_LIB", None)
+    if backend == "plain":  # what a plain program's job script exports
+        env["MPITRAMPOLINE_LIB"] = subprocess.check_output(
+            [sys.executable, "-m", "mpi_collectives", "libpath"], text=True, cwd=out).strip()
     launching.allow_open_mpi_anywhere(env)
     try:
         proc = launching.run([launching.mpiexec_path(), "-n", str(processes), sys.executable,
@@ -136,6 +141,8 @@ def main():
     parser.add_argument("files", nargs="*")
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--devices", type=int, default=2)
+    parser.add_argument("--backends", default="mpi,gloo",
+                        help="comma-separated, of mpi, plain and gloo (gloo is the reference, always run)")
     parser.add_argument("--exclude", help="regular expression: test ids to leave out (over both backends)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per launch")
     args = parser.parse_args()
@@ -147,22 +154,24 @@ def main():
         import absl  # noqa: F401
     except ImportError:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "absl-py"], check=True)
+    backends_run = [b for b in args.backends.split(",") if b and b != "gloo"] + ["gloo"]
     status = 0
     print(f"JAX's tests/multiprocess, {args.processes} processes x {args.devices} CPU devices")
-    print("| file | tests | over MPI: ok / skip / fail+error | over gloo: ok / skip / fail+error | differ |")
-    print("|---|---|---|---|---|")
+    print("| file | tests | " + " | ".join(f"over {b}: ok / skip / fail+error" for b in backends_run)
+          + " | differ from gloo |")
+    print("|---|---|" + "---|" * len(backends_run) + "---|")
     differences = []
-    for name in args.files or DEFAULT_FILES:
-        path = os.path.join(os.path.abspath(args.tests_dir), name)
+    tests_dir = os.path.abspath(args.tests_dir)
+    names = args.files or sorted(n for n in os.listdir(tests_dir) if n.endswith("_test.py"))
+    for name in names:
+        path = os.path.join(tests_dir, name)
         if not os.path.exists(path):
-            print(f"| {name} | (not in this checkout) | | | |")
+            print(f"| {name} | (not in this checkout) |" + " |" * (len(backends_run) + 1))
             continue
-        results = {}
-        for backend in ("mpi", "gloo"):
-            results[backend] = launch(backend, path, args.processes, args.devices, backends.launching.free_port(),
-                                      args.exclude, args.timeout)
+        results = {b: launch(b, path, args.processes, args.devices, backends.launching.free_port(), args.exclude,
+                             args.timeout) for b in backends_run}
         cells = []
-        for backend in ("mpi", "gloo"):
+        for backend in backends_run:
             outcomes, problem = results[backend]
             if outcomes is None:
                 cells.append(problem)
@@ -170,14 +179,19 @@ def main():
             count = collections.Counter(outcomes.values())
             cell = f"{count['ok']} / {count['skip']} / {count['fail'] + count['error']}"
             cells.append(cell + (f" ({problem})" if problem else ""))
-        mpi, gloo = results["mpi"][0] or {}, results["gloo"][0] or {}
-        differ = sorted(t for t in set(mpi) | set(gloo) if mpi.get(t) != gloo.get(t))
-        differences += [(name, t, mpi.get(t, "missing"), gloo.get(t, "missing")) for t in differ]
-        if differ or results["mpi"][1]:
-            status = 1
-        print(f"| {name} | {len(set(mpi) | set(gloo))} | {cells[0]} | {cells[1]} | {len(differ)} |", flush=True)
-    for name, test, a, b in differences:
-        print(f"differs: {name} {test}: MPI {a}, gloo {b}")
+        gloo = results["gloo"][0] or {}
+        differing = []
+        for backend in backends_run[:-1]:
+            ours = results[backend][0] or {}
+            differ = sorted(t for t in set(ours) | set(gloo) if ours.get(t) != gloo.get(t))
+            differences += [(name, backend, t, ours.get(t, "missing"), gloo.get(t, "missing")) for t in differ]
+            differing.append(f"{backend} {len(differ)}")
+            if differ or results[backend][1]:
+                status = 1
+        tests = set(gloo).union(*(set(results[b][0] or {}) for b in backends_run))
+        print(f"| {name} | {len(tests)} | " + " | ".join(cells) + f" | {', '.join(differing)} |", flush=True)
+    for name, backend, test, a, b in differences:
+        print(f"differs: {name} {test}: {backend} {a}, gloo {b}")
     return status
 
 

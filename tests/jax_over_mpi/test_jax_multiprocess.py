@@ -1,5 +1,6 @@
-"""JAX's own multi-process tests with two CPU devices per process, over MPI and
-over gloo, outcome by outcome (scripts/jax_multiprocess_tests.py).
+"""JAX's own multi-process tests with two CPU devices per process, over MPI
+(through initialize(), and as a plain program that never imports the
+package) and over gloo, outcome by outcome (scripts/jax_multiprocess_tests.py).
 
 JAX's tests/multiprocess files are not in the jax wheel, and this repository
 does not copy them, so CI runs the runner on our own cases written the same
@@ -29,10 +30,11 @@ needs_jax = pytest.mark.skipif(version_tuple(installed_jax()) < LOCAL_DEVICES_JA
 @pytest.mark.jax
 @needs_jax
 def test_the_runner_on_cases_written_as_jax_writes_them():
-    proc = run([sys.executable, RUNNER, PROGRAMS, "collectives_test.py",
-                "--devices", "2", "--timeout", "240"], timeout=600)
+    proc = run([sys.executable, RUNNER, PROGRAMS, "collectives_test.py", "--devices", "2",
+                "--backends", "mpi,plain", "--timeout", "240"], timeout=900)
     assert proc.returncode == 0, explain(proc)
-    assert "| collectives_test.py | 5 | 5 / 0 / 0 | 5 / 0 / 0 | 0 |" in proc.stdout, explain(proc)
+    assert ("| collectives_test.py | 5 | 5 / 0 / 0 | 5 / 0 / 0 | 5 / 0 / 0 | mpi 0, plain 0 |"
+            in proc.stdout), explain(proc)
 
 
 @pytest.mark.jax
@@ -40,6 +42,6 @@ def test_the_runner_on_cases_written_as_jax_writes_them():
 @pytest.mark.skipif(not JAX_TESTS, reason="MPI_COLLECTIVES_JAX_TESTS is not set (JAX's tests/multiprocess of a "
                     "checkout at the installed jax's tag; the jax wheel has none)")
 def test_jax_own_multiprocess_tests_as_over_gloo():
-    proc = run([sys.executable, RUNNER, JAX_TESTS, "--devices", "2", "--exclude", SUB_MESH, "--timeout", "600"],
-               timeout=7200)
+    proc = run([sys.executable, RUNNER, JAX_TESTS, "--devices", "2", "--backends", "mpi,plain", "--exclude",
+                SUB_MESH, "--timeout", "600"], timeout=7200)
     assert proc.returncode == 0, explain(proc)
