@@ -9,6 +9,8 @@ import datetime
 import json
 import os
 import platform
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,13 +31,29 @@ def launch(args, ranks, argv, timeout, extra_env=None):
     env.update(extra_env or {})
     for var in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION"):  # each path sets up its own
         env.pop(var, None)
-    cmd = [args.mpiexec, "-n", str(ranks), sys.executable, "-m"] + argv
+    cmd = launch_command(args, ranks, argv)
     start = time.perf_counter()
-    proc = launching.run(cmd, env=env, timeout=timeout, stderr=None)  # its stderr: the progress lines
+    try:
+        proc = launching.run(cmd, env=env, timeout=timeout, stderr=None)  # its stderr: the progress lines
+    except OSError as e:
+        raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` could not start: {e}")
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` took more than {timeout} s and was ended "
+                         "(--timeout)") from None
     if proc.returncode != 0:
         raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed (exit {proc.returncode}); "
                          "its output is above")
     return time.perf_counter() - start
+
+
+def launcher_prefix(args) -> list:
+    """The command that starts the ranks, before "-n N": --launcher split as a
+    shell would, or else --mpiexec."""
+    return shlex.split(args.launcher) if args.launcher else [args.mpiexec]
+
+
+def launch_command(args, ranks, argv) -> list:
+    return launcher_prefix(args) + ["-n", str(ranks), sys.executable, "-m"] + argv
 
 
 def import_jax_seconds(with_wrapper: bool, repeats: int) -> float:
@@ -62,17 +80,36 @@ def mpi4py_usable(family: str) -> bool:
     return True
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mpi_collectives bench", description=__doc__)
-    parser.add_argument("--ranks", type=int, default=2)
+def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argparse.ArgumentParser):
+    parser = parser_class(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ranks", type=int, default=2, help="ranks of every launch (default: 2)")
     parser.add_argument("--smoke", action="store_true", help="two sizes, few iterations: checks that it works")
-    parser.add_argument("--max-bytes", type=int, default=FULL_SIZES[-1])
+    parser.add_argument("--max-bytes", type=int, default=FULL_SIZES[-1],
+                        help=f"largest message size in bytes (default: {FULL_SIZES[-1]})")
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every iteration count")
-    parser.add_argument("--out", default="bench.json")
-    parser.add_argument("--plot", default="bench.png")
-    parser.add_argument("--mpiexec", default=launching.mpiexec_path())
-    parser.add_argument("--timeout", type=int, default=1800, help="seconds for each launch")
+    parser.add_argument("--out", default="bench.json", help="the JSON file of results (default: bench.json)")
+    parser.add_argument("--plot", default="bench.png", help="the PNG of the results (default: bench.png)")
+    parser.add_argument("--mpiexec", default=launching.mpiexec_path(),
+                        help="the mpiexec that starts each launch (default: the one beside this Python)")
+    parser.add_argument("--launcher", default=None, metavar="COMMAND",
+                        help="the command that starts each launch instead of --mpiexec, split as a shell "
+                             "would and followed by `-n RANKS python -m ...`, e.g. \"srun --mpi=pmi2\" "
+                             "(the ranks on one node: gloo's coordinator is 127.0.0.1) or \"mpirun --oversubscribe\"")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds for each launch (default: 1800)")
     args = parser.parse_args(argv)
+    try:
+        prefix = launcher_prefix(args)
+    except ValueError as e:  # shlex: an unclosed quote
+        parser.error(f"argument --launcher: {e}")
+    if not prefix:
+        parser.error("argument --launcher: empty")
+    if shutil.which(prefix[0]) is None:
+        parser.error(f"the launcher {prefix[0]} was not found (not on PATH, or not executable)")
+    return args
+
+
+def main(argv=None, prog="python -m mpi_collectives bench", parser_class=argparse.ArgumentParser) -> int:
+    args = parse(argv, prog, parser_class)
 
     from .. import mpi
 
