@@ -4,10 +4,14 @@ Besides the set-up (native layer, MPI library, jaxlib's interface, thread
 level, launcher), it checks that the MPI library gives right answers for
 every reduction and dtype XLA sends to it: an MPI can be wrong (Debian 12's
 MPICH 4.0.2 gives wrong MPI_MAX/MPI_MIN on MPI_UINT8_T with 3 ranks).
+On several ranks it then runs one JAX psum across them, set up by
+mpi_collectives.initialize() as a user's program is, and checks it exactly;
+on one rank it says how to launch it on several instead.
 """
 import ctypes
 import os
 import re
+import sys
 
 import numpy as np
 
@@ -77,6 +81,61 @@ def _jaxlib_interface_missing():
     return sorted(n for n in wanted if not hasattr(lib, n))
 
 
+# How to launch the doctor on several ranks, for the line it prints on one.
+LAUNCH_HINT = ("checked on 1 rank only: launch it on several to check JAX's collectives across them, "
+               "e.g. `mpiexec -n 2 python -m mpi_collectives doctor` or "
+               "`srun -n 2 --mpi=pmi2 python -m mpi_collectives doctor`")
+
+
+def _reduce(jax, x, axis):
+    """The collective the doctor checks (a test program puts a wrong one here)."""
+    return jax.lax.psum(x, axis)
+
+
+def jax_psum(rank: int, size: int):
+    """One JAX psum over every device of every rank, through initialize():
+    (what this rank got, what it should get, how many devices). Every rank
+    gives rank + 1 on each of its devices, so the sum tells a missing or a
+    doubled rank from the right answer."""
+    from .jax_compat import process_local_array, shard_map
+    from .jax_setup import initialize
+
+    initialize()
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    local = jax.local_device_count()
+    f = jax.jit(shard_map()(lambda v: _reduce(jax, v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+    x = process_local_array(NamedSharding(mesh, P("x")), np.full((local, 4), rank + 1, np.float32))
+    got = np.asarray(f(x).addressable_data(0))
+    expected = np.full((1, 4), local * size * (size + 1) // 2, np.float32)
+    return got, expected, len(jax.devices())
+
+
+def _psum_check(rank: int, size: int, say) -> None:
+    """Run jax_psum, check it on every rank, and say the result (rank 0's words for all)."""
+    what = f"JAX psum across {size} ranks through initialize()"
+    try:
+        got, expected, devices = jax_psum(rank, size)
+    except Exception as e:  # this rank alone, maybe: the others may be inside the collective
+        from .ending import end_job
+        first = str(e).splitlines()[0].removeprefix("mpi-collectives: ") if str(e) else ""
+        end_job(f"rank {rank}/{size}: doctor: {what} failed: {type(e).__name__}: {first}")
+    right = got.shape == expected.shape and bool(np.array_equal(got, expected))
+    shown = np.unique(got).tolist() if got.size else got.tolist()
+    value = f"{expected.flat[0]:g}"
+    if not right:  # every rank says so, on its stderr; rank 0 also in the report
+        print(f"mpi-collectives: rank {rank}/{size}: doctor: {what} gave {shown}, expected {value} on "
+              "every element: WRONG", file=sys.stderr, flush=True)
+    everywhere = _everywhere(right)
+    say(everywhere, f"{what}: " + (f"{value} on {devices} devices, exact" if everywhere else
+                                   f"WRONG, expected {value} on {devices} devices, rank {rank} got {shown} "
+                                   "(every rank's answer is on its stderr)"),
+        "JAX's collectives give wrong answers over this MPI; report it with the output of "
+        "`python -m mpi_collectives info` and of this doctor")
+
+
 def doctor() -> int:
     problems = []
     lines = []
@@ -103,7 +162,7 @@ def doctor() -> int:
     say(level == THREAD_LEVELS[-1], f"thread level: {level}",
         "XLA calls MPI from several threads; unset MPI_COLLECTIVES_THREAD_LEVEL, or use an MPI built "
         "with MPI_THREAD_MULTIPLE support")
-    say(True, f"ranks: {size}" + ("" if size > 1 else " (run under mpiexec -n 3 to check collectives across ranks)"))
+    say(True, f"ranks: {size}")
     results = reduction_self_check(rank, size)
     wrong = [f"{d} {o}" for d, o, ok in results if not ok]
     fix = (f"{mpi.library()} gives wrong answers for reductions XLA uses; use another MPI "
@@ -113,10 +172,16 @@ def doctor() -> int:
                "(the wrapper then sets OMPI_MCA_op=^avx) or set OMPI_MCA_op=^avx yourself")
     say(not wrong, f"MPI_Allreduce self-check, {len(results)} dtype/op pairs: "
         + ("all right" if not wrong else "WRONG for " + ", ".join(wrong)), fix)
+    if size > 1 and missing == []:  # (without jaxlib's interface there is no JAX collective to run)
+        _psum_check(rank, size, say)
     if rank == 0:
         print("mpi-collectives doctor:")
         print("\n".join(lines))
         for p in problems:
             print("mpi-collectives: " + p)
-        print("all good" if not problems else f"{len(problems)} problem(s)")
+        if problems:
+            print(f"{len(problems)} problem(s)")
+        else:
+            print("all good" if size > 1 else LAUNCH_HINT)
+    sys.stdout.flush()
     return 1 if problems else 0
