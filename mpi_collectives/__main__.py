@@ -1,19 +1,49 @@
-"""Command line: python -m mpi_collectives {libpath,info,doctor,run,env}.
+"""Command line of mpi-collectives: python -m mpi_collectives (or mpi-collectives) with one of six commands.
 
     python -m mpi_collectives libpath          # what to put in MPITRAMPOLINE_LIB
-    python -m mpi_collectives info [--json]    # which MPI the native layer loads, and why
-    mpiexec -n 3 python -m mpi_collectives doctor   # checks the whole set-up, MPI's own answers too
+    python -m mpi_collectives info [--json]    # which MPI the native layer loads and why; the versions
+    mpiexec -n 2 python -m mpi_collectives doctor   # checks the set-up, MPI's answers and one JAX psum
     mpiexec -n 4 python -m mpi_collectives run train.py [args]   # a script, with JAX set up for MPI
-    python -m mpi_collectives env              # the environment-variable table
+    python -m mpi_collectives env [--markdown] # the environment variables: values in force, defaults
     python -m mpi_collectives bench [--smoke]  # our collectives beside gloo, mpi4py and C (scripts/bench.py)
+    python -m mpi_collectives --version
+
+An error of the command line is one line on stderr beginning "mpi-collectives:",
+with nothing on stdout and a non-zero exit (2 for a wrong argument).
 """
 import argparse
+import importlib.util
 import json
 import os
+import platform
 import runpy
 import sys
 
+from . import __version__
 from ._paths import libpath
+
+COMMANDS = ("libpath", "info", "doctor", "run", "env", "bench")
+
+
+def _prog() -> str:
+    """How the user called us: the console script, or python -m."""
+    return "mpi-collectives" if os.path.basename(sys.argv[0] or "") == "mpi-collectives" else \
+        "python -m mpi_collectives"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with the package's one line for a wrong argument instead of usage and error."""
+
+    def error(self, message):
+        self.exit(2, f"mpi-collectives: {message} (see `{self.prog} --help`)\n")
+
+
+def versions() -> dict:
+    """The versions a first question asks for, read without importing jax."""
+    from .versions import installed
+
+    return {"mpi_collectives": __version__, "jax": installed("jax"), "jaxlib": installed("jaxlib"),
+            "python": f"{platform.python_version()} ({sys.executable})"}
 
 
 def native_info() -> dict:
@@ -48,8 +78,14 @@ def tunings_initialize_would_apply(rank: int, size: int) -> list:
     return [line for line in lines if line]
 
 
+def cmd_libpath(args) -> int:
+    print(libpath())
+    return 0
+
+
 def cmd_info(args) -> int:
     info = native_info()
+    info.update(versions())
     if info["family"] != "none" and args.init:
         from . import mpi
         info["thread_level"] = mpi.thread_level_name(mpi.init())
@@ -73,6 +109,10 @@ def cmd_info(args) -> int:
     return 0
 
 
+class _ScriptFailed(Exception):
+    """The user's script raised: its own traceback is the report, not our one sentence."""
+
+
 def cmd_run(args) -> int:
     """Run a script or module as __main__, in this process, with JAX set to use MPI.
 
@@ -80,23 +120,72 @@ def cmd_run(args) -> int:
     jaxlib reads when the script first imports jax.
     """
     if "jax" in sys.modules:
-        raise SystemExit("mpi-collectives: run: jax is already imported in this process")
+        raise RuntimeError("mpi-collectives: run: jax is already imported in this process")
+    if args.module:
+        try:
+            found = importlib.util.find_spec(args.target) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise RuntimeError(f"mpi-collectives: run: no module named {args.target} "
+                               f"(from {os.getcwd()}, with this Python: {sys.executable})")
+    elif not os.path.exists(args.target):
+        raise RuntimeError(f"mpi-collectives: run: no such script {args.target} (from {os.getcwd()})")
     if args.initialize:
         from .jax_setup import initialize
         initialize()
     sys.argv = [args.target] + args.args
-    if args.module:
-        runpy.run_module(args.target, run_name="__main__", alter_sys=True)
-    else:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(args.target)))
-        runpy.run_path(args.target, run_name="__main__")
+    try:
+        if args.module:
+            runpy.run_module(args.target, run_name="__main__", alter_sys=True)
+        else:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(args.target)))
+            runpy.run_path(args.target, run_name="__main__")
+    except Exception as e:
+        raise _ScriptFailed() from e
     return 0
+
+
+def env_rows() -> list:
+    """[(variable, value in force, where it comes from, problem or None)] for every setting."""
+    from . import settings
+    from ._paths import search_prefixes
+
+    rows = []
+    for name, row in settings.TABLE.items():
+        value, problem = os.environ.get(row.var) or None, None
+        if value is None:
+            shown, source = ("" if row.default is None else str(row.default)), "default"
+        else:
+            shown, source = value, "set"
+            if name == "prefixes" and value == os.pathsep.join(search_prefixes()):
+                source = "set by import mpi_collectives"
+            try:
+                settings._check(name, row, value, from_keyword=False)
+            except settings.InitializeError as e:
+                problem = str(e)
+        rows.append((row.var, shown, source, problem))
+    return rows
 
 
 def cmd_env(args) -> int:
-    from .settings import markdown_table
-    print(markdown_table())
-    return 0
+    from .settings import TABLE, _allowed_text, markdown_table
+    if args.markdown:
+        print(markdown_table())
+        return 0
+    rows = ["| variable | in force | keyword | default | allowed | meaning |", "|---|---|---|---|---|---|"]
+    problems = []
+    for (name, (var, default, _, meaning, allowed)), (_, value, source, problem) in zip(TABLE.items(), env_rows()):
+        in_force = (f"`{value}` " if value else "unset, ") + f"({source}{', NOT VALID' if problem else ''})"
+        shown = "any" if allowed is None else _allowed_text(allowed)
+        rows.append(f"| `{var}` | {in_force} | `{name}` | {'' if default is None else f'`{default}`'} "
+                    f"| {shown} | {meaning} |")
+        if problem:
+            problems.append(problem)
+    print("\n".join(rows))
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
 
 
 def cmd_doctor(args) -> int:
@@ -104,33 +193,62 @@ def cmd_doctor(args) -> int:
     return doctor()
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mpi_collectives", description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("libpath", help="print the path to put in MPITRAMPOLINE_LIB")
-    p_info = sub.add_parser("info", help="show which MPI library the native layer loads and why")
+def parser() -> Parser:
+    prog = _prog()
+    ap = Parser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=f"mpi-collectives {__version__}",
+                    help="print the version of mpi-collectives and exit")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                            help=f"one of {', '.join(COMMANDS)}; `COMMAND --help` for its own options")
+    sub.add_parser("libpath", help="print the path to put in MPITRAMPOLINE_LIB",
+                   description="Print the path of the native layer, for MPITRAMPOLINE_LIB: "
+                               "export MPITRAMPOLINE_LIB=$(python -m mpi_collectives libpath)")
+    p_info = sub.add_parser("info", help="show which MPI library the native layer loads and why, and the versions",
+                            description="Which MPI library the native layer loads, by which rule, which it passed "
+                                        "over; the versions of mpi-collectives, jax, jaxlib, the MPI and Python.")
     p_info.add_argument("--json", action="store_true", help="machine-readable output")
     p_info.add_argument("--init", action="store_true", help="also initialize MPI: thread level, rank and size")
-    sub.add_parser("doctor", help="check the set-up, including MPI's answers for every reduction XLA uses")
-    p_run = sub.add_parser("run", help="run a script (or -m module) with JAX's collectives over MPI")
-    p_run.add_argument("-m", dest="module", action="store_true", help="the target is a module")
+    sub.add_parser("doctor", help="check the set-up, MPI's answers for every reduction XLA uses, and a JAX psum",
+                   description="Check the set-up on every rank: native layer, MPI library, jaxlib's interface, "
+                               "thread level, MPI's answers for every reduction and dtype XLA uses and, on "
+                               "several ranks, one JAX psum through initialize(). Launch it on several ranks: "
+                               "mpiexec -n 2 python -m mpi_collectives doctor")
+    p_run = sub.add_parser("run", help="run a script (or -m module) with JAX's collectives over MPI",
+                           description="Run a script or module as __main__ in this process, with JAX set to "
+                                       "use MPI: mpiexec -n 4 python -m mpi_collectives run train.py [args]")
+    p_run.add_argument("-m", dest="module", action="store_true", help="the target is a module, as in python -m")
     p_run.add_argument("--initialize", action="store_true",
                        help="call mpi_collectives.initialize() before the script starts")
-    p_run.add_argument("target")
-    p_run.add_argument("args", nargs=argparse.REMAINDER)
-    sub.add_parser("env", help="print the table of environment variables")
+    p_run.add_argument("target", help="the script's path (or, with -m, the module's name)")
+    p_run.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments, passed on as they are")
+    p_env = sub.add_parser("env", help="show the environment variables: the value in force of each, its default",
+                           description="The environment variables mpi-collectives reads: the value in force "
+                                       "(from the environment) or the default, beside what each allows and means.")
+    p_env.add_argument("--markdown", action="store_true",
+                       help="print the documentation's table (README.md's), without the values in force")
     sub.add_parser("bench", help="benchmark JAX's collectives over MPI beside gloo, mpi4py and C (--help)",
                    add_help=False)
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["bench"]:  # its own options: mpi_collectives.bench.run
-        from .bench.run import main as bench
-        return bench(argv[1:])
-    args = ap.parse_args(argv)
+    return ap
 
-    if args.command == "libpath":
-        print(libpath())
-        return 0
-    return {"info": cmd_info, "run": cmd_run, "env": cmd_env, "doctor": cmd_doctor}[args.command](args)
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    try:
+        if command == "bench":  # its own options: mpi_collectives.bench.run
+            from .bench.run import main as bench
+            return bench(argv[1:], prog=f"{_prog()} bench", parser_class=Parser)
+        args = parser().parse_args(argv)
+        return {"libpath": cmd_libpath, "info": cmd_info, "run": cmd_run, "env": cmd_env,
+                "doctor": cmd_doctor}[args.command](args)
+    except _ScriptFailed as e:
+        raise e.__cause__ from None  # the script's own error, with its own traceback
+    except Exception as e:  # the package's one sentence; its own errors already begin with "mpi-collectives"
+        text = " ".join(str(e).split()) or type(e).__name__
+        if not text.startswith("mpi-collectives"):
+            text = f"mpi-collectives: {command or 'error'}: {type(e).__name__}: {text}"
+        print(text, file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
