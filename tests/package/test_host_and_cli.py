@@ -1,11 +1,15 @@
 """Host-level helpers (against multihost_utils), the command line, the settings table."""
+import glob
+import importlib.metadata
+import json
 import os
+import platform
 import re
 import sys
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, HERE, PROGRAMS, ROOT, explain, mpirun, run
+from helpers import EXPECTED_FAMILY, HERE, PROGRAMS, ROOT, explain, mpiexec_path, mpirun, run
 
 # Its answers can differ between jax versions: scripts/test.sh runs it on each jax it tests.
 pytestmark = pytest.mark.version_dependent
@@ -21,13 +25,49 @@ def test_host_helpers_match_multihost_utils(n):
     assert re.search(r"time broadcast_one_to_all: ours [\d.]+ us, multihost_utils [\d.]+ us", proc.stdout)
 
 
-@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("n", [1, 2, 3])
 def test_doctor(n):
+    """On several ranks, after MPI's own answers, one JAX psum through initialize(), exact;
+    on one rank, instead of "all good", the one line that says how to launch it on several."""
     proc = mpirun(n, [PY, "-m", "mpi_collectives", "doctor"])
     assert proc.returncode == 0, explain(proc)
     pairs = 44 if n == 1 else 52  # with several ranks, also the 8 integer sums past the maximum
     assert f"MPI_Allreduce self-check, {pairs} dtype/op pairs: all right" in proc.stdout, explain(proc)
     assert proc.stdout.count("mpi-collectives doctor:") == 1  # rank 0 reports for all
+    last = proc.stdout.splitlines()[-2:]
+    if n == 1:
+        assert "JAX psum" not in proc.stdout, explain(proc)
+        assert last == ["  [ok] MPI_Allreduce self-check, 44 dtype/op pairs: all right",
+                        "checked on 1 rank only: launch it on several to check JAX's collectives across them, "
+                        "e.g. `mpiexec -n 2 python -m mpi_collectives doctor` or "
+                        "`srun -n 2 --mpi=pmi2 python -m mpi_collectives doctor`"], explain(proc)
+    else:  # each rank gives rank + 1 on its one device: 1 + 2 (+ 3)
+        total = n * (n + 1) // 2
+        assert last == [f"  [ok] JAX psum across {n} ranks through initialize(): {total} on {n} devices, exact",
+                        "all good"], explain(proc)
+
+
+def test_doctor_says_a_wrong_psum_on_every_rank():
+    """A real collective with another answer (pmax in place of psum): a WRONG line from each rank,
+    the problem in rank 0's report, exit 1 on every rank."""
+    proc = mpirun(2, [PY, os.path.join(PROGRAMS, "doctor_wrong_psum.py"), "wrong"])
+    assert proc.returncode == 1, explain(proc)
+    for r in (0, 1):  # (the ranks' lines can interleave on the launcher's stderr)
+        assert (f"mpi-collectives: rank {r}/2: doctor: JAX psum across 2 ranks through initialize() gave [2.0], "
+                "expected 3 on every element: WRONG") in proc.stderr, explain(proc)
+        assert f"doctor returned 1 on rank {r}" in proc.stderr, explain(proc)
+    assert ("  [PROBLEM] JAX psum across 2 ranks through initialize(): WRONG, expected 3 on 2 devices, "
+            "rank 0 got [2.0] (every rank's answer is on its stderr)") in proc.stdout.splitlines(), explain(proc)
+    assert proc.stdout.splitlines()[-1] == "1 problem(s)", explain(proc)
+
+
+def test_doctor_ends_the_job_when_one_rank_cannot_run_the_psum():
+    """Rank 1 fails before the collective rank 0 waits in: the job ends with rank 1's one line."""
+    proc = mpirun(2, [PY, os.path.join(PROGRAMS, "doctor_wrong_psum.py"), "raise"])
+    assert proc.returncode != 0, explain(proc)
+    assert ("mpi-collectives: error: rank 1/2: doctor: JAX psum across 2 ranks through initialize() failed: "
+            "ValueError: broken on purpose") in proc.stderr, explain(proc)
+    assert "doctor returned" not in proc.stderr and "Traceback" not in proc.stderr, explain(proc)
 
 
 @pytest.mark.skipif(EXPECTED_FAMILY != "openmpi", reason="Open MPI's op/avx component")
@@ -146,6 +186,133 @@ def test_search_prefixes_setting(tmp_path):
                cwd=HERE)
     assert proc.returncode == 0, explain(proc)
     assert json.loads(proc.stdout)["library"] == str(tmp_path / "lib" / os.path.basename(lib)), proc.stdout
+
+
+def cli(*args, env=None, cwd=HERE):
+    """`python -m mpi_collectives ARGS` from tests/, where the installed package comes first."""
+    return run([PY, "-m", "mpi_collectives", *args], env=env, cwd=cwd)
+
+
+def test_version():
+    import mpi_collectives
+    assert mpi_collectives.__version__ == importlib.metadata.version("mpi-collectives")
+    line = f"mpi-collectives {mpi_collectives.__version__}\n"
+    proc = cli("--version")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, line, ""), explain(proc)
+    script = run([os.path.join(os.path.dirname(PY), "mpi-collectives"), "--version"], cwd=HERE)  # pyproject's
+    assert (script.returncode, script.stdout, script.stderr) == (0, line, ""), explain(script)
+
+
+def test_info_shows_the_versions():
+    """Read from the installed packages' metadata: info imports no jax."""
+    import mpi_collectives
+    want = {"mpi_collectives": mpi_collectives.__version__, "jax": importlib.metadata.version("jax"),
+            "jaxlib": importlib.metadata.version("jaxlib"), "python": f"{platform.python_version()} ({os.path.normpath(PY)})"}
+    proc = cli("info", "--json")
+    assert proc.returncode == 0, explain(proc)
+    info = json.loads(proc.stdout)
+    assert {k: info[k] for k in want} == want, proc.stdout
+    assert info["version"], proc.stdout  # the MPI's own: MPI_Get_library_version's first line
+    text = cli("info")
+    assert text.returncode == 0, explain(text)
+    for key, value in want.items():
+        assert f"{key:20s} {value}" in text.stdout.splitlines(), text.stdout
+    code = ("import contextlib, io, sys; from mpi_collectives.__main__ import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()): main(['info'])\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'jax', 'jaxlib'}))")
+    imported = run([PY, "-c", code], cwd=HERE)
+    assert (imported.returncode, imported.stdout) == (0, "[]\n"), explain(imported)
+
+
+def test_env_shows_the_values_in_force():
+    proc = cli("env", env={"MPI_COLLECTIVES_INIT_TIMEOUT": "42", "MPI_COLLECTIVES_EXIT_TIMEOUT": None})
+    assert proc.returncode == 0 and proc.stderr == "", explain(proc)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "| variable | in force | keyword | default | allowed | meaning |", proc.stdout
+    row = {line.split(" | ")[0].strip("|` "): line.split(" | ")[1] for line in lines[2:]}
+    assert row["MPI_COLLECTIVES_INIT_TIMEOUT"] == "`42` (set)", proc.stdout
+    assert row["MPI_COLLECTIVES_EXIT_TIMEOUT"] == "`30` (default)", proc.stdout
+    assert row["MPI_COLLECTIVES_PREFIXES"].endswith("(set by import mpi_collectives)"), proc.stdout
+    assert len(row) == len(__import__("mpi_collectives.settings").settings.TABLE)
+    bad = cli("env", env={"MPI_COLLECTIVES_INIT_TIMEOUT": "soon"})
+    assert bad.returncode == 1, explain(bad)
+    assert "| `MPI_COLLECTIVES_INIT_TIMEOUT` | `soon` (set, NOT VALID) |" in bad.stdout, explain(bad)
+    assert bad.stderr.splitlines() == ["mpi-collectives: MPI_COLLECTIVES_INIT_TIMEOUT=soon is not a whole number "
+                                       "from 1 to 604800. Fix: correct it, or leave it unset for the default (300)."]
+
+
+def test_env_markdown_is_the_documentation_table():
+    from mpi_collectives.settings import markdown_table
+    proc = cli("env", "--markdown", env={"MPI_COLLECTIVES_INIT_TIMEOUT": "42"})
+    assert (proc.returncode, proc.stdout) == (0, markdown_table() + "\n"), explain(proc)
+
+
+@pytest.mark.parametrize("args, line", [
+    (["info", "--bogus"], "mpi-collectives: unrecognized arguments: --bogus (see `python -m mpi_collectives --help`)"),
+    # (how argparse quotes the choices changes between Pythons)
+    (["bogus"], re.compile(r"mpi-collectives: argument COMMAND: invalid choice: 'bogus' \(choose from '?libpath'?, "
+                           r"'?info'?, '?doctor'?, '?run'?, '?env'?, '?bench'?\) \(see `python -m mpi_collectives "
+                           r"--help`\)")),
+    ([], "mpi-collectives: the following arguments are required: COMMAND (see `python -m mpi_collectives --help`)"),
+    (["bench", "--ranks", "two"], "mpi-collectives: argument --ranks: invalid int value: 'two' "
+                                  "(see `python -m mpi_collectives bench --help`)"),
+    (["bench", "--launcher", "no-such-launcher --mpi=pmi2"],
+     "mpi-collectives: the launcher no-such-launcher was not found (not on PATH, or not executable) "
+     "(see `python -m mpi_collectives bench --help`)"),
+])
+def test_a_wrong_argument_is_one_line(args, line):
+    proc = cli(*args)
+    assert proc.returncode == 2 and proc.stdout == "" and len(proc.stderr.splitlines()) == 1, explain(proc)
+    if isinstance(line, str):
+        assert proc.stderr == line + "\n", explain(proc)
+    else:
+        assert line.fullmatch(proc.stderr.strip()), explain(proc)
+
+
+@pytest.mark.parametrize("args, line", [
+    (["run", "no_such_script.py"], f"mpi-collectives: run: no such script no_such_script.py (from {HERE})"),
+    (["run", "-m", "no_such_module"],
+     f"mpi-collectives: run: no module named no_such_module (from {HERE}, with this Python: {os.path.normpath(PY)})"),
+])
+def test_a_wrong_target_is_one_line(args, line):
+    proc = cli(*args)
+    assert (proc.returncode, proc.stdout, proc.stderr.splitlines()) == (1, "", [line]), explain(proc)
+
+
+def test_a_scripts_own_error_keeps_its_traceback(tmp_path):
+    script = tmp_path / "fails.py"
+    script.write_text("def f():\n    raise ValueError('the script itself')\nf()\n")
+    proc = cli("run", str(script))
+    assert proc.returncode == 1 and proc.stdout == "", explain(proc)
+    assert proc.stderr.startswith("Traceback") and proc.stderr.endswith("ValueError: the script itself\n")
+    assert "fails.py\", line 3" in proc.stderr, explain(proc)
+
+
+@pytest.mark.skipif(bool(glob.glob(os.path.join(ROOT, "mpi_collectives", "_mpiabi*.so"))),
+                    reason="the native layer is built in place in the checkout (pip install -e .)")
+@pytest.mark.parametrize("command", ["libpath", "info", "doctor"])
+def test_from_the_source_checkout_one_sentence(command):
+    """There the unbuilt source tree shadows the installed package: one sentence on stderr,
+    nothing on stdout (so `export MPITRAMPOLINE_LIB=$(... libpath)` gets nothing), exit 1."""
+    proc = cli(command, cwd=ROOT)
+    line = (f"mpi-collectives: imported from the source checkout {ROOT}, where the native layer is not built; run "
+            "from another directory (the installed package is shadowed here) or build in place with `pip install -e .`")
+    assert (proc.returncode, proc.stdout, proc.stderr.splitlines()) == (1, "", [line]), explain(proc)
+
+
+def test_bench_launcher_replaces_mpiexec(tmp_path, monkeypatch):
+    """--launcher "srun --mpi=pmi2": its words, split as a shell would, then -n and the program."""
+    from mpi_collectives.bench import run as bench
+    srun = tmp_path / "srun"  # (only found on PATH: never run)
+    srun.write_text("#!/bin/sh\nexit 1\n")
+    srun.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    args = bench.parse(["--launcher", "srun --mpi=pmi2 --cpu-bind='map_cpu:0,1'"])
+    assert bench.launch_command(args, 2, ["mpi_collectives.bench.startup", "mpi"]) == [
+        "srun", "--mpi=pmi2", "--cpu-bind=map_cpu:0,1", "-n", "2", PY, "-m", "mpi_collectives.bench.startup", "mpi"]
+    args = bench.parse(["--launcher", f"{mpiexec_path()} -bind-to none"])
+    assert bench.launch_command(args, 3, ["m"]) == [mpiexec_path(), "-bind-to", "none", "-n", "3", PY, "-m", "m"]
+    assert bench.launch_command(bench.parse([]), 2, ["m"]) == [mpiexec_path(), "-n", "2", PY, "-m", "m"]
 
 
 def test_initialize_on_a_jax_too_old_says_which_is_needed(monkeypatch):
