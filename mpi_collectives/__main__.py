@@ -176,7 +176,8 @@ def cmd_env(args) -> int:
     rows = ["| variable | in force | keyword | default | allowed | meaning |", "|---|---|---|---|---|---|"]
     problems = []
     for (name, (var, default, _, meaning, allowed)), (_, value, source, problem) in zip(TABLE.items(), env_rows()):
-        in_force = (f"`{value}` " if value else "unset, ") + f"({source}{', NOT VALID' if problem else ''})"
+        in_force = (f"`{value}` ({source}{', NOT VALID' if problem else ''})" if value else
+                    "unset (no default)")
         shown = "any" if allowed is None else _allowed_text(allowed)
         rows.append(f"| `{var}` | {in_force} | `{name}` | {'' if default is None else f'`{default}`'} "
                     f"| {shown} | {meaning} |")

@@ -225,7 +225,8 @@ def test_info_shows_the_versions():
 
 
 def test_env_shows_the_values_in_force():
-    proc = cli("env", env={"MPI_COLLECTIVES_INIT_TIMEOUT": "42", "MPI_COLLECTIVES_EXIT_TIMEOUT": None})
+    proc = cli("env", env={"MPI_COLLECTIVES_INIT_TIMEOUT": "42", "MPI_COLLECTIVES_EXIT_TIMEOUT": None,
+                           "MPI_COLLECTIVES_INTERFACE": None})
     assert proc.returncode == 0 and proc.stderr == "", explain(proc)
     lines = proc.stdout.splitlines()
     assert lines[0] == "| variable | in force | keyword | default | allowed | meaning |", proc.stdout
@@ -233,6 +234,7 @@ def test_env_shows_the_values_in_force():
     assert row["MPI_COLLECTIVES_INIT_TIMEOUT"] == "`42` (set)", proc.stdout
     assert row["MPI_COLLECTIVES_EXIT_TIMEOUT"] == "`30` (default)", proc.stdout
     assert row["MPI_COLLECTIVES_PREFIXES"].endswith("(set by import mpi_collectives)"), proc.stdout
+    assert row["MPI_COLLECTIVES_INTERFACE"] == "unset (no default)", proc.stdout
     assert len(row) == len(__import__("mpi_collectives.settings").settings.TABLE)
     bad = cli("env", env={"MPI_COLLECTIVES_INIT_TIMEOUT": "soon"})
     assert bad.returncode == 1, explain(bad)
