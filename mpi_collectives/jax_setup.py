@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 
-from . import coordinator, exit_hooks, jax_compat, meeting, mpi, narrow_dtypes, peers, tuning
+from . import coordinator, exit_hooks, jax_compat, meeting, mpi, narrow_dtypes, peers, stall, tuning
 from . import settings as _settings
 from ._paths import libpath
 from .ending import end_job
@@ -260,6 +260,7 @@ def finish(started: Started) -> None:
         exit_hooks.abort_on_uncaught_exceptions(rank, size)
     if settings.watch_peers:
         peers.watch(rank, size, float(settings.exit_timeout), started.choice.address)
+    stall.watch(rank, size, float(settings.stall_report), float(settings.stall_timeout))
 
 
 def initialize(**kwargs) -> Info:

@@ -361,3 +361,38 @@ def end_job(line: str):
     mpi_collectives.ending.end_job, which writes the line.)"""
     _native()[1].mpic_end_job(line.encode(errors="replace"))
     os._exit(1)  # (not reached: mpic_end_job does not return)
+
+
+# ---- the stall watcher's view (native/src/services/flight.c; mpi_collectives.stall drives it) ----
+def current_collective():
+    """(signature, communicator id, sequence number, start in time.monotonic() seconds) of the
+    collective this rank has begun and not ended, or None."""
+    ffi, lib = _native()
+    sig, comm, seq, start = ffi.new("uint64_t *"), ffi.new("int *"), ffi.new("unsigned *"), ffi.new("int64_t *")
+    if not lib.mpic_stall_current(sig, comm, seq, start):
+        return None
+    return int(sig[0]), int(comm[0]), int(seq[0]), start[0] / 1e9
+
+
+def describe(signature: int) -> str:
+    """A collective's signature in words ("all-reduce sum f32 x4")."""
+    ffi, lib = _native()
+    out = ffi.new("char[]", 256)
+    lib.mpic_stall_describe(signature, out, 256)
+    return ffi.string(out).decode(errors="replace")
+
+
+def members(comm_id: int) -> list:
+    """The world ranks of the communicator the wrapper knows by `comm_id`, or [] if none."""
+    ffi, lib = _native()
+    out = ffi.new("int[]", 65536)
+    n = lib.mpic_stall_members(comm_id, out, 65536)
+    return [int(out[i]) for i in range(min(n, 65536))] if n > 0 else []
+
+
+def flight_record() -> str:
+    """This rank's last collectives, a line each, oldest first."""
+    ffi, lib = _native()
+    out = ffi.new("char[]", 16384)
+    lib.mpic_flight_record(out, 16384)
+    return ffi.string(out).decode(errors="replace")

@@ -1,7 +1,7 @@
 """Configuration: one table of environment variables, each also a keyword
 argument of `initialize()` (the keyword wins). README.md shows the same table.
 
-Those the native layer reads (the rows marked native: the first nine) are
+Those the native layer reads (the rows marked native) are
 read when it is loaded (by `import jax` or by us), so they must be in the
 environment before that.
 """
@@ -53,6 +53,9 @@ TABLE = {
                                "to reach a collective waits for the others before the job stops with a message "
                                "(a program over only some devices)", (1, 86400)),
     "verbose": Setting("MPI_COLLECTIVES_VERBOSE", 0, True, "1: log what is loaded and decided, per rank", (0, 9)),
+    "trace_dir": Setting("MPI_COLLECTIVES_TRACE_DIR", None, True,
+                         "a folder: when the package ends a job, each rank writes its flight record (its last "
+                         "collectives) to mpi-collectives-rank<R>.txt there instead of printing it", ANY),
     "prefixes": Setting("MPI_COLLECTIVES_PREFIXES", None, True,
                         "colon-separated prefixes whose lib/ may hold the MPI library; set by "
                         "`import mpi_collectives` to sys.prefix, the user base and the base prefix", ANY),
@@ -76,6 +79,13 @@ TABLE = {
     "exit_timeout": Setting("MPI_COLLECTIVES_EXIT_TIMEOUT", 30, False,
                             "seconds a rank may wait for other ranks (in MPI, or in JAX's start-up exchange) after "
                             "another rank has finished its program, before the job is ended; 0: no limit", (0, WEEK)),
+    "stall_report": Setting("MPI_COLLECTIVES_STALL_REPORT", 60, False,
+                            "seconds a rank may wait in a collective before the job prints, from one rank, which "
+                            "ranks have not arrived and where they are (their Python stacks too); repeated at "
+                            "doubling intervals while the wait lasts; 0: never", (0, WEEK)),
+    "stall_timeout": Setting("MPI_COLLECTIVES_STALL_TIMEOUT", 0, False,
+                             "seconds a rank may wait in a collective before the job is ended, with the stall "
+                             "report; 0: no limit", (0, WEEK)),
     "bind_cpus": Setting("MPI_COLLECTIVES_BIND_CPUS", 1, False,
                          "1: when the ranks on a node all share one CPU set (the launcher bound nothing), each "
                          "rank binds itself and JAX's threads to its own slice of it, whole cores first; a "

@@ -36,6 +36,11 @@ WRAPPER_API = """
     int mpic_max_local_devices(void);
     int mpic_trampoline_attached(void);
     int mpic_wait_state(long *waiting, unsigned long *begun);
+    int mpic_stall_current(uint64_t *sig, int *comm_id, unsigned *seq, int64_t *started_ns);
+    int mpic_stall_describe(uint64_t sig, char *out, int len);
+    int mpic_stall_members(int comm_id, int *out, int max);
+    int mpic_flight_record(char *out, int len);
+    int64_t mpic_monotonic(void);
     int mpic_watch_peers(const int *ranks, const int *pids, int n, int rank, int size, const char *host);
     int mpic_watch_stop(void);
     int mpic_watch_self_prepare(void);

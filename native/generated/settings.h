@@ -26,6 +26,7 @@ struct mpic_settings {
   int check_collectives; /* MPI_COLLECTIVES_CHECK_COLLECTIVES */
   int devices_timeout; /* MPI_COLLECTIVES_DEVICES_TIMEOUT */
   int verbose; /* MPI_COLLECTIVES_VERBOSE */
+  const char *trace_dir; /* MPI_COLLECTIVES_TRACE_DIR */
   const char *prefixes; /* MPI_COLLECTIVES_PREFIXES */
 };
 extern struct mpic_settings mpic_settings;

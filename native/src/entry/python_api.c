@@ -3,12 +3,15 @@
  * The functions return int, never void: a void one would make cffi refer to
  * Py_None, a data symbol the C conformance harness cannot resolve. */
 #include "common.h"
+#include "agreement.h"
 #include "devices.h"
 #include "end_job.h"
 #include "family.h"
+#include "flight.h"
 #include "library.h"
 #include "loader.h"
 #include "settings.h"
+#include "signature.h"
 #include "waits.h"
 
 extern int mpic_trampoline_attached_flag;
@@ -40,3 +43,16 @@ MPIABI_EXPORT int mpic_wait_state(long *waiting, unsigned long *begun) {
   *waiting = __atomic_load_n(&mpic_waiting_now, __ATOMIC_RELAXED);
   return 0;
 }
+
+/* For mpi_collectives.stall: the collective this rank waits in (flight.h),
+ * its words, its communicator's members, and the record. */
+MPIABI_EXPORT int mpic_stall_current(uint64_t *sig, int *comm_id, unsigned *seq, int64_t *started_ns) {
+  return mpic_flight_current(sig, comm_id, seq, started_ns);
+}
+MPIABI_EXPORT int mpic_stall_describe(uint64_t sig, char *out, int len) {
+  mpic_describe(sig, out, (size_t)len);
+  return 0;
+}
+MPIABI_EXPORT int mpic_stall_members(int comm_id, int *out, int max) { return mpic_agreement_members(comm_id, out, max); }
+MPIABI_EXPORT int mpic_flight_record(char *out, int len) { return (int)mpic_flight_text(out, (size_t)len); }
+MPIABI_EXPORT int64_t mpic_monotonic(void) { return mpic_monotonic_ns(); }

@@ -24,25 +24,70 @@
 #include "agreement.h"
 #include "common.h"
 #include "end_job.h"
+#include "flight.h"
 #include "log.h"
 #include "peer_watch.h"
 #include "settings.h"
+#include "signature.h"
 
 /* ---- XLA's communicators ---- */
 #define MAX_COMMS 1024
-static MPIABI_Comm comms[MAX_COMMS];
+/* A tracked communicator: its id (the split that made it: flight.h), its
+ * collectives so far, and its members' ranks in MPI_COMM_WORLD. */
+struct tracked {
+  MPIABI_Comm comm;
+  int id;
+  unsigned seq;
+  int size;
+  int *members;
+};
+static struct tracked comms[MAX_COMMS];
 static int ncomms = 0; /* read without the lock: entries below it are set before it grows */
 static pthread_mutex_t comms_lock = PTHREAD_MUTEX_INITIALIZER;
 static int world_rank = -1;
 
-int mpic_agreement_tracks(MPIABI_Comm comm) {
+static int find(MPIABI_Comm comm) {
   int n = __atomic_load_n(&ncomms, __ATOMIC_ACQUIRE);
   for (int i = 0; i < n; i++)
-    if (comms[i] == comm) return 1;
-  return 0;
+    if (comms[i].comm == comm) return i;
+  return -1;
 }
 
-void mpic_agreement_track(MPIABI_Comm comm) {
+int mpic_agreement_tracks(MPIABI_Comm comm) { return find(comm) >= 0; }
+
+/* The members' ranks in MPI_COMM_WORLD (local calls only), or NULL. */
+static int *world_ranks_of(MPIABI_Comm comm, int *size) {
+  MPIABI_Group group = MPIABI_GROUP_NULL, world = MPIABI_GROUP_NULL;
+  *size = 0;
+  if (mpic_next_Comm_size(comm, size) != 0 || *size <= 0) return NULL;
+  int *ranks = malloc(sizeof(int) * (size_t)*size), *out = malloc(sizeof(int) * (size_t)*size);
+  int ok = ranks && out && mpic_next_Comm_group(comm, &group) == 0 &&
+           mpic_next_Comm_group(MPIABI_COMM_WORLD, &world) == 0;
+  for (int i = 0; ok && i < *size; i++) ranks[i] = i;
+  ok = ok && mpic_next_Group_translate_ranks(group, *size, ranks, world, out) == 0;
+  if (group != MPIABI_GROUP_NULL) mpic_next_Group_free(&group);
+  if (world != MPIABI_GROUP_NULL) mpic_next_Group_free(&world);
+  free(ranks);
+  if (!ok) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+int mpic_agreement_members(int comm_id, int *out, int max) {
+  int n = __atomic_load_n(&ncomms, __ATOMIC_ACQUIRE), got = -1;
+  pthread_mutex_lock(&comms_lock);
+  for (int i = 0; i < n && got < 0; i++)
+    if (comms[i].id == comm_id && comms[i].members) {
+      got = comms[i].size;
+      for (int k = 0; k < got && k < max; k++) out[k] = comms[i].members[k];
+    }
+  pthread_mutex_unlock(&comms_lock);
+  return got;
+}
+
+void mpic_agreement_track(MPIABI_Comm comm, int id) {
   if (!mpic_settings.check_collectives || comm == MPIABI_COMM_NULL) return;
   if (world_rank < 0) mpic_next_Comm_rank(MPIABI_COMM_WORLD, &world_rank);
   mpic_next_Comm_set_errhandler(comm, MPIABI_ERRORS_RETURN);
@@ -52,9 +97,11 @@ void mpic_agreement_track(MPIABI_Comm comm) {
   static int world_returns = 0;
   if (!__atomic_exchange_n(&world_returns, 1, __ATOMIC_SEQ_CST))
     mpic_next_Comm_set_errhandler(MPIABI_COMM_WORLD, MPIABI_ERRORS_RETURN);
+  int size = 0;
+  int *members = world_ranks_of(comm, &size);
   pthread_mutex_lock(&comms_lock);
   if (ncomms < MAX_COMMS) {
-    comms[ncomms] = comm;
+    comms[ncomms] = (struct tracked){comm, id, 0, size, members};
     __atomic_store_n(&ncomms, ncomms + 1, __ATOMIC_RELEASE);
   } else {
     mpic_log(1, "more than %d communicators from XLA: the newest are not checked", MAX_COMMS);
@@ -66,7 +113,8 @@ void mpic_agreement_track(MPIABI_Comm comm) {
 static void untrack(MPIABI_Comm comm) {
   pthread_mutex_lock(&comms_lock);
   for (int i = 0; i < ncomms; i++)
-    if (comms[i] == comm) {
+    if (comms[i].comm == comm) {
+      free(comms[i].members);
       comms[i] = comms[ncomms - 1];
       __atomic_store_n(&ncomms, ncomms - 1, __ATOMIC_RELEASE);
       break;
@@ -77,71 +125,6 @@ static void untrack(MPIABI_Comm comm) {
 int mpic_agreement_comm_free(MPIABI_Comm *comm) {
   if (comm && mpic_agreement_tracks(*comm)) untrack(*comm);
   return mpic_next_Comm_free(comm);
-}
-
-/* ---- names, for the one line, and small numbers for the signature ---- */
-static const struct {
-  const MPIABI_Datatype *type;
-  const char *name;
-} type_names[] = {
-    {&MPIABI_FLOAT, "f32"},   {&MPIABI_DOUBLE, "f64"},   {&MPIABI_INT8_T, "s8"},           {&MPIABI_INT16_T, "s16"},
-    {&MPIABI_INT32_T, "s32"}, {&MPIABI_INT64_T, "s64"},  {&MPIABI_UINT8_T, "u8"},          {&MPIABI_UINT16_T, "u16"},
-    {&MPIABI_UINT32_T, "u32"}, {&MPIABI_UINT64_T, "u64"}, {&MPIABI_C_COMPLEX, "c64"},      {&MPIABI_C_DOUBLE_COMPLEX, "c128"},
-    {&MPIABI_C_BOOL, "pred"}, {&MPIABI_BYTE, "byte"},    {&MPIABI_CHAR, "char"},           {&MPIABI_INT, "int"},
-    {&MPIABI_LONG, "long"},   {&MPIABI_SHORT, "short"},  {&MPIABI_UNSIGNED, "unsigned"},
-};
-static const struct {
-  const MPIABI_Op *op;
-  const char *name;
-} op_names[] = {
-    {&MPIABI_SUM, "sum"},  {&MPIABI_PROD, "prod"}, {&MPIABI_MAX, "max"},         {&MPIABI_MIN, "min"},
-    {&MPIABI_LAND, "and"}, {&MPIABI_LOR, "or"},    {&MPIABI_LXOR, "xor"},        {&MPIABI_BAND, "bitwise-and"},
-    {&MPIABI_BOR, "bitwise-or"}, {&MPIABI_BXOR, "bitwise-xor"},
-};
-#define COUNT(a) (sizeof a / sizeof *a)
-
-/* 1 + the datatype's place in type_names, 255 for any other. */
-static unsigned type_index(MPIABI_Datatype t) {
-  for (size_t i = 0; i < COUNT(type_names); i++)
-    if (*type_names[i].type == t) return (unsigned)i + 1;
-  return 255;
-}
-static const char *type_name(MPIABI_Datatype t) {
-  unsigned i = type_index(t);
-  return i == 255 ? NULL : type_names[i - 1].name;
-}
-static unsigned op_index(MPIABI_Op op) {
-  for (size_t i = 0; i < COUNT(op_names); i++)
-    if (*op_names[i].op == op) return (unsigned)i + 1;
-  return 255;
-}
-
-/* ---- signatures ----
- * kind (8 bits), reduction (8), datatype (8), element count (40): equal
- * exactly when the calls agree, as far as these names tell. */
-const char *const mpic_kind_names[] = {"?", "all-reduce", "all-gather", "reduce-scatter"};
-
-struct call {
-  int kind;
-  int64_t count;
-  MPIABI_Datatype type;
-  MPIABI_Op op; /* MPIABI_OP_NULL where there is none */
-};
-
-static uint64_t signature(const struct call *c) {
-  unsigned op = c->kind == MPIC_ALL_GATHER ? 0u : op_index(c->op);
-  return (uint64_t)(c->kind & 0xff) << 56 | (uint64_t)(op & 0xff) << 48 |
-         (uint64_t)(type_index(c->type) & 0xff) << 40 | ((uint64_t)c->count & 0xffffffffffull);
-}
-
-/* "all-reduce sum f32 x4", read back from a signature. */
-static void describe(uint64_t sig, char *out, size_t len) {
-  unsigned kind = (unsigned)(sig >> 56), op = (unsigned)(sig >> 48) & 0xff, type = (unsigned)(sig >> 40) & 0xff;
-  long long count = (long long)(sig & 0xffffffffffull);
-  const char *op_text = op >= 1 && op <= COUNT(op_names) ? op_names[op - 1].name : op ? "(another reduction)" : "";
-  const char *type_text = type >= 1 && type <= COUNT(type_names) ? type_names[type - 1].name : "(another datatype)";
-  snprintf(out, len, "%s%s%s %s x%lld", kind <= 3 ? mpic_kind_names[kind] : "?", *op_text ? " " : "", op_text,
-           type_text, count);
 }
 
 static __attribute__((noreturn)) void mpi_failed(const char *function, int code, MPIABI_Comm comm);
@@ -169,7 +152,7 @@ static __attribute__((noreturn)) void mpi_failed(const char *function, int code,
 }
 
 /* Every rank learns every rank's signature, and all end the job with the same line. */
-static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct call *mine, uint64_t sig) {
+static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct mpic_call *mine, uint64_t sig) {
   int size = 0;
   mpic_next_Comm_size(comm, &size);
   int64_t pair[2] = {(int64_t)sig, world_rank};
@@ -188,7 +171,7 @@ static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct ca
       if (all[2 * j] == all[2 * i]) first = 0;
     if (!first) continue;
     char what[160];
-    describe((uint64_t)all[2 * i], what, sizeof what);
+    mpic_describe((uint64_t)all[2 * i], what, sizeof what);
     int ranks = 0;
     used += (size_t)snprintf(line + used, sizeof line - used, "%s", shown++ ? "; " : "");
     for (int j = i; j < size && used < sizeof line - 200; j++)
@@ -211,36 +194,50 @@ static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct ca
 
 /* One small all-reduce: the maximum of the signature and of its complement
  * give its maximum and minimum, equal only when every rank's is the same. */
-static void agree(MPIABI_Comm comm, const struct call *c) {
-  uint64_t sig = signature(c);
+/* The collective begins in the flight record, on communicator `at` of the table. */
+static int record(int at, uint64_t sig) {
+  struct tracked *t = &comms[at];
+  return mpic_flight_begin(sig, t->id, __atomic_add_fetch(&t->seq, 1, __ATOMIC_RELAXED));
+}
+
+/* Returns the flight record's slot, to end when the data has moved. */
+static int agree(MPIABI_Comm comm, const struct mpic_call *c) {
+  uint64_t sig = mpic_signature(c);
+  int at = find(comm);
+  int slot = at >= 0 ? record(at, sig) : -1;
   uint64_t in[2] = {sig, ~sig}, out[2];
   int ret = mpic_next_Allreduce(in, out, 2, MPIABI_UINT64_T, MPIABI_MAX, comm);
   if (ret != 0) mpi_failed("MPI_Allreduce", ret, comm);
   if (out[0] != ~out[1]) disagree(comm, c, sig);
+  return slot;
 }
 
-void mpic_agreement_check(MPIABI_Comm comm, int kind, int64_t count, MPIABI_Datatype type, MPIABI_Op op) {
-  if (!mpic_agreement_tracks(comm)) return;
-  struct call c = {kind, count, type, op};
-  agree(comm, &c);
+int mpic_agreement_check(MPIABI_Comm comm, int kind, int64_t count, MPIABI_Datatype type, MPIABI_Op op) {
+  if (!mpic_agreement_tracks(comm)) return -1;
+  struct mpic_call c = {kind, count, type, op};
+  return agree(comm, &c);
 }
+
+void mpic_agreement_finished(int slot) { mpic_flight_end(slot); }
 
 /* ---- XLA's collectives on a tracked communicator ---- */
 int mpic_checked_allreduce(const void *sendbuf, void *recvbuf, int count, MPIABI_Datatype datatype, MPIABI_Op op,
                            MPIABI_Comm comm) {
-  struct call c = {MPIC_ALL_REDUCE, count, datatype, op};
-  agree(comm, &c);
+  struct mpic_call c = {MPIC_ALL_REDUCE, count, datatype, op};
+  int slot = agree(comm, &c);
   int ret = mpic_next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   if (ret != 0) mpi_failed("MPI_Allreduce", ret, comm);
+  mpic_flight_end(slot);
   return ret;
 }
 
 int mpic_checked_allgather(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, void *recvbuf,
                            int recvcount, MPIABI_Datatype recvtype, MPIABI_Comm comm) {
-  struct call c = {MPIC_ALL_GATHER, sendcount, sendtype, MPIABI_OP_NULL};
-  agree(comm, &c);
+  struct mpic_call c = {MPIC_ALL_GATHER, sendcount, sendtype, MPIABI_OP_NULL};
+  int slot = agree(comm, &c);
   int ret = mpic_next_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   if (ret != 0) mpi_failed("MPI_Allgather", ret, comm);
+  mpic_flight_end(slot);
   return ret;
 }
 
@@ -250,17 +247,18 @@ int mpic_checked_reduce_scatter(const void *sendbuf, void *recvbuf, const int re
   int64_t total = 0;
   mpic_next_Comm_size(comm, &size);
   for (int i = 0; i < size; i++) total += recvcounts[i];
-  struct call c = {MPIC_REDUCE_SCATTER, total, datatype, op};
-  agree(comm, &c);
+  struct mpic_call c = {MPIC_REDUCE_SCATTER, total, datatype, op};
+  int slot = agree(comm, &c);
   int ret = mpic_next_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
   if (ret != 0) mpi_failed("MPI_Reduce_scatter", ret, comm);
+  mpic_flight_end(slot);
   return ret;
 }
 
 /* ---- point to point: what arrived is what was expected ---- */
 static __attribute__((noreturn)) void short_arrival(const char *what, int expected, int received,
                                                     MPIABI_Datatype type, int source) {
-  const char *t = type == MPIABI_BYTE ? "bytes" : type_name(type);
+  const char *t = type == MPIABI_BYTE ? "bytes" : mpic_type_name(type);
   mpic_fatal("rank %d: %s expected %d %s from rank %d of XLA's communicator but received %d: the ranks "
              "disagree about the transfer's size. No result was returned. Fix: make every rank run the "
              "same collectives with the same shapes",
@@ -279,9 +277,13 @@ int mpic_checked_sendrecv(const void *sendbuf, int sendcount, MPIABI_Datatype se
                           MPIABI_Comm comm, MPIABI_Status *status) {
   MPIABI_Status own;
   MPIABI_Status *s = (status == MPIABI_STATUS_IGNORE || !status) ? &own : status;
+  int at = find(comm);
+  struct mpic_call c = {MPIC_ALL_TO_ALL, recvcount, recvtype, MPIABI_OP_NULL};
+  int slot = at >= 0 ? record(at, mpic_signature(&c)) : -1;
   int ret = mpic_next_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                                recvtag, comm, s);
   if (ret != 0) mpi_failed("MPI_Sendrecv", ret, comm);
+  mpic_flight_end(slot);
   if (source != MPIABI_PROC_NULL) check_arrival("an all-to-all", s, recvcount, recvtype);
   return ret;
 }
@@ -292,6 +294,7 @@ struct receive {
   MPIABI_Request request;
   int count;
   MPIABI_Datatype type;
+  int slot; /* in the flight record: the permute ends when its receive does */
 };
 #define MAX_RECEIVES 4096
 static struct receive receives[MAX_RECEIVES];
@@ -301,12 +304,15 @@ static pthread_mutex_t receives_lock = PTHREAD_MUTEX_INITIALIZER;
 int mpic_agreement_irecv(void *buf, int count, MPIABI_Datatype datatype, int source, int tag, MPIABI_Comm comm,
                          MPIABI_Request *request) {
   int ret = mpic_next_Irecv(buf, count, datatype, source, tag, comm, request);
-  if (!mpic_agreement_tracks(comm)) return ret;
+  int at = find(comm);
+  if (at < 0) return ret;
   if (ret != 0) mpi_failed("MPI_Irecv", ret, comm);
   if (source == MPIABI_PROC_NULL) return ret;
+  struct mpic_call c = {MPIC_PERMUTE, count, datatype, MPIABI_OP_NULL};
+  int slot = record(at, mpic_signature(&c));
   pthread_mutex_lock(&receives_lock);
   if (nreceives < MAX_RECEIVES) {
-    receives[nreceives] = (struct receive){*request, count, datatype};
+    receives[nreceives] = (struct receive){*request, count, datatype, slot};
     __atomic_store_n(&nreceives, nreceives + 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&receives_lock);
@@ -337,6 +343,7 @@ int mpic_agreement_wait(MPIABI_Request *request, MPIABI_Status *status) {
   MPIABI_Status *s = (status == MPIABI_STATUS_IGNORE || !status) ? &own : status;
   int ret = mpic_next_Wait(request, s);
   if (ret != 0) mpi_failed("MPI_Wait", ret, MPIABI_COMM_NULL);
+  mpic_flight_end(r.slot);
   check_arrival("a collective permute", s, r.count, r.type);
   return ret;
 }
@@ -358,6 +365,8 @@ int mpic_agreement_waitall(int count, MPIABI_Request array_of_requests[], MPIABI
   if (s == MPIABI_STATUSES_IGNORE || !s) s = own = calloc((size_t)count, sizeof *own);
   int ret = mpic_next_Waitall(count, array_of_requests, s ? s : MPIABI_STATUSES_IGNORE);
   if (ret != 0) mpi_failed("MPI_Waitall", ret, MPIABI_COMM_NULL);
+  for (int i = 0; i < count; i++)
+    if (is_receive[i]) mpic_flight_end(rs[i].slot);
   for (int i = 0; s && i < count; i++)
     if (is_receive[i]) check_arrival("a collective permute", &s[i], rs[i].count, rs[i].type);
   free(own);

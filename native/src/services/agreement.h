@@ -6,13 +6,15 @@
 #define MPI_COLLECTIVES_AGREEMENT_H
 
 #include "common.h"
+#include "signature.h"
 
-/* The collectives whose signatures are checked, and their names in messages. */
-enum { MPIC_ALL_REDUCE = 1, MPIC_ALL_GATHER = 2, MPIC_REDUCE_SCATTER = 3 };
-extern const char *const mpic_kind_names[]; /* by kind; [0] is "?" */
-
-/* A communicator XLA has just created: its collectives are checked from now on. */
-void mpic_agreement_track(MPIABI_Comm comm);
+/* A communicator XLA has just created, by the split of the world whose
+ * ordinal is `id` (flight.h: mpic_flight_new_split): its collectives are
+ * checked, numbered and recorded from now on. */
+void mpic_agreement_track(MPIABI_Comm comm, int id);
+/* The world ranks of the members of tracked communicator `id` (at most max
+ * into out); returns how many it has, -1 for none tracked with that id. */
+int mpic_agreement_members(int comm_id, int *out, int max);
 /* Is it one (and are checks on)? */
 int mpic_agreement_tracks(MPIABI_Comm comm);
 /* MPI_Comm_free: forgets a tracked communicator (the library may reuse its handle). */
@@ -20,8 +22,10 @@ int mpic_agreement_comm_free(MPIABI_Comm *comm);
 
 /* The signature check alone, for a call made on XLA's behalf on a tracked
  * communicator (devices/: one call for a process's devices); nothing on
- * another communicator. */
-void mpic_agreement_check(MPIABI_Comm comm, int kind, int64_t count, MPIABI_Datatype type, MPIABI_Op op);
+ * another communicator. Returns the flight record's slot (-1: none), for
+ * mpic_agreement_finished once the call's data has moved. */
+int mpic_agreement_check(MPIABI_Comm comm, int kind, int64_t count, MPIABI_Datatype type, MPIABI_Op op);
+void mpic_agreement_finished(int slot);
 
 /* XLA's collectives on a tracked communicator: the check, then the library's call. */
 int mpic_checked_allreduce(const void *sendbuf, void *recvbuf, int count, MPIABI_Datatype datatype, MPIABI_Op op,

@@ -13,6 +13,7 @@
 #include "agreement.h"
 #include "common.h"
 #include "end_job.h"
+#include "flight.h"
 #include "log.h"
 #include "settings.h"
 #include "split_plan.h"
@@ -48,6 +49,11 @@ static int splits_running = 0;
 int mpic_xla_split(MPIABI_Comm comm, int color, int key, MPIABI_Comm *newcomm) {
   int check = mpic_settings.check_splits;
   int rank = -1, size = 0;
+  /* Every process splits the world in the same order; other splits (a program's own, of other
+   * communicators) have no id that means the same on every member. */
+  int id = comm == MPIABI_COMM_WORLD ? mpic_flight_new_split() : -1;
+  struct mpic_call call = {MPIC_SPLIT, 0, MPIABI_DATATYPE_NULL, MPIABI_OP_NULL};
+  int slot = mpic_flight_begin(mpic_signature(&call), id, 0);
   if (check) {
     mpic_next_Comm_rank(comm, &rank);
     mpic_next_Comm_size(comm, &size);
@@ -93,9 +99,10 @@ int mpic_xla_split(MPIABI_Comm comm, int color, int key, MPIABI_Comm *newcomm) {
     free(all);
   }
   int ret = mpic_next_Comm_split(comm, color, key, newcomm);
+  mpic_flight_end(slot);
   if (check) __atomic_fetch_sub(&splits_running, 1, __ATOMIC_SEQ_CST);
   if (ret != 0 || !check || *newcomm == MPIABI_COMM_NULL) return ret;
-  mpic_agreement_track(*newcomm);
+  mpic_agreement_track(*newcomm, id);
   int newrank = -1, newsize = 0;
   mpic_next_Comm_rank(*newcomm, &newrank);
   mpic_next_Comm_size(*newcomm, &newsize);

@@ -34,9 +34,10 @@ static void run_allreduce(struct group *g) {
     if (ret != 0) mpic_agreement_failed("MPI_Reduce_local", ret);
   }
   if (g->q > 1) {
-    mpic_agreement_check(g->pc, MPIC_ALL_REDUCE, p[0].count, p[0].type, p[0].op);
+    int slot = mpic_agreement_check(g->pc, MPIC_ALL_REDUCE, p[0].count, p[0].type, p[0].op);
     int ret = mpic_next_Allreduce(MPIABI_IN_PLACE, acc, p[0].count, p[0].type, p[0].op, g->pc);
     if (ret != 0) mpic_agreement_failed("MPI_Allreduce", ret);
+    mpic_agreement_finished(slot);
   }
   for (int s = 1; s < g->m; s++)
     if (p[s].recv != acc) memcpy(p[s].recv, acc, bytes);
@@ -49,9 +50,10 @@ static void run_allgather(struct group *g) {
   if (g->q == 1 || g->blocked) {
     for (int s = 0; s < g->m; s++) memcpy(out + (size_t)g->keys[s] * block, p[s].send, block);
     if (g->q > 1) {
-      mpic_agreement_check(g->pc, MPIC_ALL_GATHER, p[0].count, p[0].type, MPIABI_OP_NULL);
+      int slot = mpic_agreement_check(g->pc, MPIC_ALL_GATHER, p[0].count, p[0].type, MPIABI_OP_NULL);
       int ret = mpic_next_Allgather(MPIABI_IN_PLACE, 0, p[0].type, out, p[0].count * g->m, p[0].type, g->pc);
       if (ret != 0) mpic_agreement_failed("MPI_Allgather", ret);
+      mpic_agreement_finished(slot);
     }
   } else {
     char *tmp = mpic_device_scratch(g, block * (size_t)g->n);
@@ -60,9 +62,10 @@ static void run_allgather(struct group *g) {
                                        mpic_device_world_rank(), g->color);
     for (int x = 0; x < g->q; x++) counts[x] = g->count_of_proc[x] * p[0].count, displs[x] = g->first_of_proc[x] * p[0].count;
     for (int s = 0; s < g->m; s++) memcpy(tmp + (size_t)(g->first_of_proc[g->pos] + s) * block, p[s].send, block);
-    mpic_agreement_check(g->pc, MPIC_ALL_GATHER, p[0].count, p[0].type, MPIABI_OP_NULL);
+    int slot = mpic_agreement_check(g->pc, MPIC_ALL_GATHER, p[0].count, p[0].type, MPIABI_OP_NULL);
     int ret = mpic_next_Allgatherv(MPIABI_IN_PLACE, 0, p[0].type, tmp, counts, displs, p[0].type, g->pc);
     if (ret != 0) mpic_agreement_failed("MPI_Allgatherv", ret);
+    mpic_agreement_finished(slot);
     for (int key = 0; key < g->n; key++)
       memcpy(out + (size_t)key * block, tmp + (size_t)(g->first_of_proc[g->proc_of_key[key]] + g->slot_of_key[key]) * block,
              block);
@@ -98,10 +101,11 @@ static void run_reduce_scatter(struct group *g) {
   if (!counts) mpic_fatal("rank %d: out of memory in a reduce-scatter over device group %d", mpic_device_world_rank(),
                           g->color);
   for (int x = 0; x < g->q; x++) counts[x] = g->count_of_proc[x] * p[0].count;
-  mpic_agreement_check(g->pc, MPIC_REDUCE_SCATTER, n_elems, p[0].type, p[0].op);
+  int slot = mpic_agreement_check(g->pc, MPIC_REDUCE_SCATTER, n_elems, p[0].type, p[0].op);
   int ret = mpic_next_Reduce_scatter(in, out, counts, p[0].type, p[0].op, g->pc);
   free(counts);
   if (ret != 0) mpic_agreement_failed("MPI_Reduce_scatter", ret);
+  mpic_agreement_finished(slot);
   for (int s = 0; s < g->m; s++) memcpy(p[s].recv, out + (size_t)s * block, block);
 }
 

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 #include "end_job.h"
+#include "flight.h"
+#include "signature.h"
 #include "groups.h"
 #include "internal.h"
 #include "log.h"
@@ -132,8 +134,11 @@ static int *exchange(struct mpic_device_arrival **batch, int nb, int size, int m
   int *all = malloc(sizeof(int) * (size_t)R * (size_t)size);
   int *entries = malloc(sizeof(int) * 3 * (size_t)size * (size_t)MPIC_MAX_LOCAL_DEVICES); /* color, key, process */
   if (!all || !entries) mpic_fatal("rank %d: out of memory creating device groups", me);
+  struct mpic_call call = {MPIC_DEVICE_EXCHANGE, 0, MPIABI_DATATYPE_NULL, MPIABI_OP_NULL};
+  int slot = mpic_flight_begin(mpic_signature(&call), mpic_flight_new_split(), 0);
   if (mpic_next_Allgather(rec, R, MPIABI_INT, all, R, MPIABI_INT, MPIABI_COMM_WORLD) != 0)
     mpic_fatal("rank %d: MPI_Allgather over MPI_COMM_WORLD failed while creating device groups", me);
+  mpic_flight_end(slot);
   int n = 0;
   for (int p = 0; p < size; p++) {
     int *r = all + (size_t)p * R;
@@ -158,8 +163,9 @@ static int *exchange(struct mpic_device_arrival **batch, int nb, int size, int m
 }
 
 /* ---- 3. the splits: one per round; a process in none of the round's
- * groups passes MPI_UNDEFINED. Returns each group's process communicator. */
-static MPIABI_Comm *split_rounds(const struct mpic_device_plan *plan, const int *entries, int me) {
+ * groups passes MPI_UNDEFINED. Returns each group's process communicator,
+ * and in ids the ordinal of the split that made it (flight.h). */
+static MPIABI_Comm *split_rounds(const struct mpic_device_plan *plan, const int *entries, int me, int *ids) {
   MPIABI_Comm *pcs = calloc((size_t)(plan->ng ? plan->ng : 1), sizeof *pcs);
   if (!pcs) mpic_fatal("rank %d: out of memory creating device groups", me);
   for (int k = 0; k < plan->ng; k++) pcs[k] = MPIABI_COMM_NULL;
@@ -176,9 +182,10 @@ static MPIABI_Comm *split_rounds(const struct mpic_device_plan *plan, const int 
           }
       }
     MPIABI_Comm pc = MPIABI_COMM_NULL;
+    int id = mpic_flight_new_split();
     if (mpic_next_Comm_split(MPIABI_COMM_WORLD, color, key, &pc) != 0)
       mpic_fatal("rank %d: MPI_Comm_split failed while creating device groups", me);
-    if (which >= 0) pcs[which] = pc;
+    if (which >= 0) pcs[which] = pc, ids[which] = id;
   }
   return pcs;
 }
@@ -192,10 +199,13 @@ static void run_event(struct mpic_device_arrival **batch, int nb) {
   int wrong = mpic_device_plan_make(entries, ne, size, mpic_local_devices, me, &plan, why, sizeof why);
   if (wrong == 2) mpic_fatal("rank %d: out of memory creating device groups", me);
   if (wrong) plan_is_wrong(why);
-  MPIABI_Comm *pcs = split_rounds(&plan, entries, me);
+  int *ids = calloc((size_t)(plan.ng ? plan.ng : 1), sizeof *ids);
+  if (!ids) mpic_fatal("rank %d: out of memory creating device groups", me);
+  MPIABI_Comm *pcs = split_rounds(&plan, entries, me, ids);
   for (int k = 0; k < plan.ng; k++) /* 4. */
-    if (plan.groups[k].mine) mpic_device_group_give(&plan.groups[k], entries, pcs[k], batch, nb, me);
+    if (plan.groups[k].mine) mpic_device_group_give(&plan.groups[k], entries, pcs[k], ids[k], batch, nb, me);
   free(pcs);
+  free(ids);
   mpic_device_plan_free(&plan);
   free(entries);
 }

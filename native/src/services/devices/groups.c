@@ -44,11 +44,11 @@ static void place_members(struct group *g, const struct mpic_planned *p, const i
 
 /* A group with one device on each of its processes: the process
  * communicator is the device one, its rank the key. */
-static void give_process_comm(const struct mpic_planned *p, MPIABI_Comm pc, struct mpic_device_arrival **batch,
-                              int nb, int me) {
+static void give_process_comm(const struct mpic_planned *p, MPIABI_Comm pc, int id,
+                              struct mpic_device_arrival **batch, int nb, int me) {
   int rank = -1;
   mpic_next_Comm_rank(pc, &rank);
-  mpic_agreement_track(pc);
+  mpic_agreement_track(pc, id);
   for (int b = 0; b < nb; b++)
     if (batch[b]->color == p->color) {
       if (rank != batch[b]->key)
@@ -59,10 +59,10 @@ static void give_process_comm(const struct mpic_planned *p, MPIABI_Comm pc, stru
   mpic_log(2, "device group %d: %d devices on %d processes, one each: MPI communicator", p->color, p->n, p->q);
 }
 
-void mpic_device_group_give(const struct mpic_planned *p, const int *entries, MPIABI_Comm pc,
+void mpic_device_group_give(const struct mpic_planned *p, const int *entries, MPIABI_Comm pc, int id,
                             struct mpic_device_arrival **batch, int nb, int me) {
   if (p->q == p->n && p->q > 1) {
-    give_process_comm(p, pc, batch, nb, me);
+    give_process_comm(p, pc, id, batch, nb, me);
     return;
   }
   struct group *g = calloc(1, sizeof *g);
@@ -78,7 +78,7 @@ void mpic_device_group_give(const struct mpic_planned *p, const int *entries, MP
     if (rank != g->pos)
       mpic_fatal("rank %d: the process communicator for device group %d gave rank %d where %d was expected", me,
                  g->color, rank, g->pos);
-    mpic_agreement_track(g->pc);
+    mpic_agreement_track(g->pc, id);
   }
   pthread_mutex_init(&g->mu, NULL);
   pthread_cond_init(&g->cv, NULL);

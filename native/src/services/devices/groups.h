@@ -15,8 +15,8 @@ struct mpic_device_arrival {
 
 /* Give each of the batch's devices in planned group p its communicator: pc
  * (the group's process communicator from step 3, MPIABI_COMM_NULL when it
- * has none) or a device communicator. */
-void mpic_device_group_give(const struct mpic_planned *p, const int *entries, MPIABI_Comm pc,
+ * has none; id: the split that made it, flight.h) or a device communicator. */
+void mpic_device_group_give(const struct mpic_planned *p, const int *entries, MPIABI_Comm pc, int id,
                             struct mpic_device_arrival **batch, int nb, int me);
 
 #endif

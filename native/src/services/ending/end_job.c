@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "end_job.h"
 #include "family.h"
+#include "flight.h"
 #include "library.h"
 #include "self_watch.h"
 
@@ -36,6 +37,7 @@ void mpic_end_job_line(const char *line) {
   }
   fprintf(stderr, "%s\n", line);
   fflush(stderr);
+  mpic_flight_report(); /* what this rank ran last, for the one who reads the line */
   mpic_watch_self_quiet(); /* this line says why; the rank's watcher process must not add another */
   /* Give the launcher a moment to forward the line first (Hydra loses it
    * otherwise, about one time in fifteen). */

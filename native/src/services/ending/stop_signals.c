@@ -12,18 +12,20 @@
 #include <time.h>
 #include <unistd.h>
 #include "common.h"
+#include "flight.h"
 #include "self_watch.h"
 #include "stop_signals.h"
 
 int mpic_stopping = 0;
-static char line[512];
-static size_t line_len;
+static char line[512], record_head[160];
+static size_t line_len, record_head_len;
 
 static void on_stop(int sig) {
   __atomic_store_n(&mpic_stopping, 1, __ATOMIC_SEQ_CST);
   ssize_t w = write(2, line, line_len);
   (void)w;
   mpic_watch_self_quiet();
+  mpic_flight_report_from_signal(record_head, record_head_len);
   /* A moment for the launcher to forward the line before it sees the rank
    * end: Hydra's proxy, itself stopping, once dropped one rank's line of
    * three (CI, MPI-5 ABI configuration). */
@@ -39,6 +41,10 @@ MPIABI_EXPORT int mpic_stop_on_sigterm(int rank, int size) {
                    "limit); ending it now.\n",
                    rank, size);
   line_len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+  n = snprintf(record_head, sizeof record_head,
+               "mpi-collectives: rank %d/%d's last collectives (its flight record, oldest first):\n", rank, size);
+  record_head_len = n < 0 ? 0 : (size_t)n < sizeof record_head ? (size_t)n : sizeof record_head - 1;
+  mpic_flight_prepare();
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop;

@@ -1,0 +1,41 @@
+"""A rank that stalls: rank 1 stays alive but spends SECONDS in Python
+(time.sleep, in a function named away_from_the_collective, which its stacks
+must show) before a psum that the other ranks are already waiting in.
+
+    stall.py SECONDS [ROUNDS]
+
+Every rank then checks the psum exactly and prints "PASS stall rank R"; the
+test reads the stall report and the stacks from stderr."""
+import sys
+import time
+
+import numpy as np
+
+import mpi_collectives
+
+seconds = float(sys.argv[1])
+info = mpi_collectives.initialize()
+import jax  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+
+from launcher_env import jax_compat  # noqa: E402
+
+rank, size = info.rank, info.size
+mesh = Mesh(np.array(jax.devices()), ("x",))
+n = len(jax.devices())
+psum = jax.jit(jax_compat.shard_map()(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+full = np.arange(n * 4, dtype=np.float32).reshape(n, 4)
+x = jax.make_array_from_callback(full.shape, NamedSharding(mesh, P("x")), lambda index: full[index])
+want = full.sum(0, keepdims=True)
+assert np.array_equal(np.asarray(psum(x).addressable_data(0)), want)  # the communicator exists: a warm-up
+
+
+def away_from_the_collective():
+    time.sleep(seconds)
+
+
+if rank == 1:
+    away_from_the_collective()
+got = np.asarray(psum(x).addressable_data(0))
+assert np.array_equal(got, want), (got, want)
+print(f"PASS stall rank {rank}", flush=True)
