@@ -263,16 +263,33 @@ def finish(started: Started) -> None:
     stall.watch(rank, size, float(settings.stall_report), float(settings.stall_timeout))
 
 
-def initialize(**kwargs) -> Info:
-    """Make JAX's CPU collectives run over MPI in this process; call it on every rank.
+def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None, any_thread: int = None,
+               check_splits: int = None, check_collectives: int = None, devices_timeout: int = None,
+               verbose: int = None, trace_dir: str = None, prefixes: str = None, coordinator: str = None,
+               port: int = None, interface: str = None, timeout: int = None, abort_on_exception: int = None,
+               watch_peers: int = None, exit_timeout: int = None, stall_report: int = None,
+               stall_timeout: int = None, bind_cpus: int = None, keep_memory: int = None) -> Info:
+    """Make JAX's CPU collectives run over MPI in this process; call it on every rank,
+    before the first JAX computation.
 
-    Keyword arguments override the environment variables of
-    mpi_collectives.settings.TABLE. A second call returns the first one's Info.
+    Initializes MPI (the library the launcher's MPI installation provides), takes
+    rank and size from it, has the ranks agree on a coordinator, and joins
+    `jax.distributed` through it. Each keyword argument overrides the environment
+    variable of the same setting (`mpi_collectives.settings.TABLE`, listed in
+    docs/configuration.md: `timeout` is `MPI_COLLECTIVES_INIT_TIMEOUT`, the others
+    `MPI_COLLECTIVES_<NAME>`); None keeps the environment's value or the default.
+    The settings the native layer reads (`libmpi`, `abi`, `thread_level`,
+    `any_thread`, `check_splits`, `check_collectives`, `devices_timeout`,
+    `verbose`, `trace_dir`, `prefixes`) must come before `import jax`.
+
+    Returns an `Info`; a second call returns the first one's. Raises
+    `InitializeError` with one sentence naming the cause and the fix.
     """
     global _INFO
     if _INFO is not None:
         return _INFO
-    started = start_up(_settings.read(**kwargs))
+    given = {name: value for name, value in locals().items() if name in _settings.TABLE and value is not None}
+    started = start_up(_settings.read(**given))
     rank, size, choice = started.rank, started.size, started.choice
     address = choice.address
     import jax

@@ -262,6 +262,19 @@ def test_a_rank_killed_on_another_host_ends_the_job(slurm):
     assert not left, f"processes left behind: {left}\n" + explain(proc)
 
 
+@only["mpich"]
+def test_a_stall_on_another_host_is_reported(slurm):
+    """No silent wait across hosts (mpi_collectives/stall.py): rank 1, on node2, sleeps 10 s before a
+    psum rank 0 (node1) waits in; the report names it with its stack, and the job finishes exact."""
+    proc = on_node1(slurm, ["srun", "-N2", "-n2", "--mpi=pmi2", PY, os.path.join(PROGRAMS, "stall.py"), "10"],
+                    env={"MPI_COLLECTIVES_STALL_REPORT": "3"}, timeout=180)
+    assert proc.returncode == 0 and proc.stdout.count("PASS stall rank") == 2, explain(proc)
+    assert re.search(r"stall: rank 0/2 has waited \d+ s in all-reduce sum f32 x4 .*not arrived: rank 1 "
+                     r"\(outside MPI for \d+ s\)", proc.stderr), explain(proc)
+    assert re.search(r"rank 1/2 \(pid \d+ on node2\) has not arrived", proc.stderr), explain(proc)
+    assert "in away_from_the_collective" in proc.stderr, explain(proc)
+
+
 # ---- launchers across hosts through ssh (the shim enters the named host)
 
 def hold_job(c, launch, tmp_path, env=None):

@@ -310,3 +310,14 @@ def test_coordinator_on_one_host_listens_on_loopback_only(tmp_path):
     assert "".join(lines).count("DONE rank") == 2, "".join(lines + errors)
     assert reach.pop("127.0.0.1") == "connected", reach
     assert all(r == "ConnectionRefusedError" for r in reach.values()), reach
+
+
+def test_initialize_takes_every_setting_as_a_keyword():
+    """initialize()'s keyword arguments are exactly the settings table's rows (the docs' API
+    reference reads them from its signature)."""
+    import inspect
+
+    from mpi_collectives import initialize, settings
+    params = inspect.signature(initialize).parameters
+    assert list(params) == list(settings.TABLE), list(params)
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is None for p in params.values())
