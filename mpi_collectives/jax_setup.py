@@ -23,6 +23,8 @@ from .ending import end_job
 from .errors import InitializeError
 from .log import log
 
+_coordinator = coordinator  # (initialize() has a keyword argument of that name)
+
 __all__ = ["initialize", "Info", "InitializeError"]
 
 
@@ -294,11 +296,11 @@ def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None,
     address = choice.address
     import jax
     if rank != 0:
-        coordinator.wait_until_listening(address, float(started.settings.timeout))
+        _coordinator.wait_until_listening(address, float(started.settings.timeout))
     try:
         jax.distributed.initialize(coordinator_address=address, num_processes=size, process_id=rank,
                                    initialization_timeout=int(started.settings.timeout),
-                                   **coordinator.bind_argument(choice, jax.distributed.initialize))
+                                   **_coordinator.bind_argument(choice, jax.distributed.initialize))
     except Exception as e:  # JAX's own errors are long; lead with the cause and the fix
         message = (f"rank {rank}/{size} could not join jax.distributed through the coordinator "
                    f"{address}: {str(e).splitlines()[0] if str(e) else type(e).__name__}. Fix: if the ranks "
