@@ -172,7 +172,7 @@ def test_srun_runs_the_workload_suites_across_hosts_over_tcp(slurm, tmp_path):
         f"no MPI traffic over TCP between node2 and node1: {connections}\n" + explain(proc))
 
 
-README_BLOCKS = [(line, code) for line, kind, _, code in readme_blocks() if kind == "cluster"]
+README_BLOCKS = [(b.where, b.code) for b in readme_blocks() if b.kind == "cluster"]  # README.md and docs/*.md
 
 
 def wait_for_job(c, job):
@@ -191,15 +191,15 @@ def wait_for_job(c, job):
 
 
 @only["mpich"]
-@pytest.mark.parametrize("line,code", README_BLOCKS, ids=[f"README-line{line}" for line, _ in README_BLOCKS])
-def test_readme_slurm_block(slurm, tmp_path, line, code):
-    """The README's Slurm commands, as written, from the checkout on node1 in this venv. A batch job
+@pytest.mark.parametrize("where,code", README_BLOCKS, ids=[where for where, _ in README_BLOCKS])
+def test_readme_slurm_block(slurm, tmp_path, where, code):
+    """The Slurm commands of the README and the docs pages, as written, from the checkout on node1 in this venv. A batch job
     (the real examples/slurm.sbatch, 2 nodes x 4 tasks, adapted only by environment) must reach
     COMPLETED; every training run must end with identical parameters on every rank."""
     env = {"PATH": f"{BIN}:{os.environ['PATH']}", "JAX_MPI_VENV": os.path.dirname(BIN), "TRAIN_STEPS": "20",
            "SBATCH_OUTPUT": str(tmp_path / "job-%j.out")}
     proc = on_node1(slurm, ["bash", "-euo", "pipefail", "-c", code], env=env, cwd=ROOT, timeout=400)
-    assert proc.returncode == 0, f"README.md line {line}:\n{code}\n" + explain(proc)
+    assert proc.returncode == 0, f"{where}:\n{code}\n" + explain(proc)
     outputs = [proc.stdout]
     for job in re.findall(r"Submitted batch job (\d+)", proc.stdout):
         state = wait_for_job(slurm, job)
@@ -209,7 +209,7 @@ def test_readme_slurm_block(slurm, tmp_path, line, code):
         outputs.append(output)
     runs = re.findall(r"done: loss [\d.]+ -> [\d.]+, parameters identical on all (\d+) ranks", "".join(outputs))
     # One training run per command (the batch job's in its output file), each over two nodes or more.
-    assert len(runs) == len(code.strip().splitlines()), f"README.md line {line}: {runs}\n" + "".join(outputs)
+    assert len(runs) == len(code.strip().splitlines()), f"{where}: {runs}\n" + "".join(outputs)
     assert all(int(n) >= 4 for n in runs), runs
 
 
