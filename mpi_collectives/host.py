@@ -172,12 +172,15 @@ def sync_global_devices(name: str) -> None:
 
 
 def allreduce(in_tree, op: str = "sum"):
-    """Element-wise reduction over processes (sum, prod, max, min, land, lor, band, bor, bxor)."""
+    """Element-wise reduction over processes of every leaf of `in_tree`, by `op`: sum, prod, max,
+    min, land, lor, band, bor or bxor. Every process passes the same tree structure, shapes and
+    dtypes (NumPy numeric dtypes); leaves come back as NumPy arrays, the same on every process."""
     _ready()
     leaves, rebuild = _tree_flatten(in_tree)
     return rebuild([mpi.allreduce(_host_array(x), op) for x in leaves])
 
 
 def barrier() -> None:
+    """Wait until every process has called it (MPI_Barrier on every rank of the job)."""
     _ready()
     mpi.barrier()
