@@ -6,8 +6,8 @@
 
 Each family runs `python -m mpi_collectives bench` from its own venv, which
 writes docs/benchmarks/<family>.json and .png and prints its table. A full
-run then writes docs/benchmarks/README.md and the README's results section
-from every JSON file there (mpi_collectives.bench.summary).
+run then writes docs/benchmarks/README.md and the results section of
+docs/benchmarks.md from every JSON file there (mpi_collectives.bench.summary).
 """
 import argparse
 import os
@@ -40,7 +40,7 @@ def main():
                                  env=env, cwd=args.out_dir).returncode
     if status == 0 and venv and "--smoke" not in rest:
         status = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "mpi_collectives.bench.summary",
-                                 args.out_dir, "--readme", os.path.join(ROOT, "README.md")],
+                                 args.out_dir, "--readme", os.path.join(ROOT, "docs", "benchmarks.md")],
                                 env=env, cwd=args.out_dir).returncode
     return status
 

@@ -1,6 +1,6 @@
 """Markdown from the benchmark's JSON files (one per MPI family):
 
-    python -m mpi_collectives.bench.summary docs/benchmarks [--readme README.md]
+    python -m mpi_collectives.bench.summary docs/benchmarks [--readme docs/benchmarks.md]
 
 writes docs/benchmarks/README.md (every table in full) and, with --readme,
 replaces the README's block between <!-- bench-results:begin/end --> with
