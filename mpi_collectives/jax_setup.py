@@ -30,7 +30,19 @@ __all__ = ["initialize", "Info", "InitializeError"]
 
 @dataclasses.dataclass(frozen=True)
 class Info:
-    """What initialize() set up in this process."""
+    """What initialize() set up in this process.
+
+    Attributes:
+        rank: this process's rank in MPI_COMM_WORLD (and JAX's process index).
+        size: the number of processes.
+        library: the path of the MPI library loaded.
+        family: its ABI family: mpich, openmpi or standard.
+        thread_level: the thread level MPI granted (multiple unless configured otherwise).
+        coordinator: host:port of jax.distributed's coordinator, agreed over MPI.
+        wrapper: the path of the native layer, the value of MPITRAMPOLINE_LIB.
+        tunings: what the tunings did, a line each (applied, or why not).
+        local_devices: CPU devices per process.
+    """
     rank: int
     size: int
     library: str
