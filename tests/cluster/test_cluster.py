@@ -225,8 +225,12 @@ def test_srun_without_a_pmi_plugin_says_which_to_use(slurm):
 
 @only["mpich"]
 def test_srun_pmix_with_the_mpich_wheel_says_it_has_no_pmix(slurm):
+    """The wheel's MPICH named outright: without it, srun --mpi=pmix asks for Open MPI's family, and
+    the loader takes an Open MPI the machine may have (Debian's, once the debian-openmpi
+    configuration has installed it), which then runs the job."""
+    wheel_mpich = os.path.join(os.path.dirname(BIN), "lib", "libmpi.so.12")
     proc = on_node1(slurm, ["srun", "-N2", "-n2", "--mpi=pmix", PY, os.path.join(PROGRAMS, "init_cases.py"),
-                            "plain"], timeout=120)
+                            "plain"], env={"MPI_COLLECTIVES_LIBMPI": wheel_mpich}, timeout=120)
     assert proc.returncode != 0, explain(proc)
     assert proc.stderr.count("has no PMIx support") == 2, explain(proc)
     assert "launch with srun --mpi=pmi2" in proc.stderr, explain(proc)
