@@ -180,7 +180,8 @@ class Watch:
         folder = os.environ.get("MPI_COLLECTIVES_TRACE_DIR")
         if folder:
             try:
-                with open(os.path.join(folder, f"mpi-collectives-rank{self.rank}.txt"), "w") as f:
+                # (appended: the native layer adds its own when the job ends under it)
+                with open(os.path.join(folder, f"mpi-collectives-rank{self.rank}.txt"), "a") as f:
                     f.write(text + record)
                 return
             except OSError:

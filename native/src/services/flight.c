@@ -120,15 +120,19 @@ void mpic_flight_write(int fd) {
   int64_t now = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
   for (int k = 0; k < n; k++) {
     const struct entry *e = &ring[slots[k]];
-    unsigned kind = (unsigned)(e->sig >> 56);
+    const char *kind, *op, *type;
+    long long count;
+    mpic_signature_words(e->sig, &kind, &op, &type, &count);
     char line[256];
     size_t at = put(line, 0, sizeof line, "  #");
     at = put_u(line, at, sizeof line, numbers[k]);
     at = put(line, at, sizeof line, " ");
-    at = put(line, at, sizeof line, kind <= MPIC_DEVICE_EXCHANGE ? mpic_kind_names[kind] : "?");
-    if (kind < MPIC_SPLIT) {
+    at = put(line, at, sizeof line, kind);
+    if (count >= 0) { /* as mpic_describe writes it: "all-reduce sum f32 x4" */
+      if (*op) at = put(line, put(line, at, sizeof line, " "), sizeof line, op);
+      at = put(line, put(line, at, sizeof line, " "), sizeof line, type);
       at = put(line, at, sizeof line, " x");
-      at = put_u(line, at, sizeof line, (unsigned long long)(e->sig & 0xffffffffffull));
+      at = put_u(line, at, sizeof line, (unsigned long long)count);
     }
     at = put(line, at, sizeof line, " on communicator ");
     at = put_u(line, at, sizeof line, (unsigned long long)(e->comm_id < 0 ? 0 : e->comm_id));
@@ -170,7 +174,7 @@ void mpic_flight_prepare(void) { trace_file(); }
 void mpic_flight_report(void) {
   if (!__atomic_load_n(&written, __ATOMIC_RELAXED)) return; /* no collective yet: nothing to say */
   const char *path = trace_file();
-  int fd = *path ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : 2;
+  int fd = *path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : 2;
   if (fd < 0) fd = 2;
   char where[64], text[RING * 200];
   mpic_launcher_where(where, sizeof where);
@@ -184,7 +188,7 @@ void mpic_flight_report(void) {
 
 void mpic_flight_report_from_signal(const char *head, size_t head_len) {
   if (!__atomic_load_n(&written, __ATOMIC_RELAXED)) return;
-  int fd = trace_path[0] ? open(trace_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : 2;
+  int fd = trace_path[0] ? open(trace_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : 2;
   if (fd < 0) fd = 2;
   ssize_t w = write(fd, head, head_len);
   (void)w;

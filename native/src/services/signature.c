@@ -66,3 +66,11 @@ void mpic_describe(uint64_t sig, char *out, size_t len) {
   snprintf(out, len, "%s%s%s %s x%lld", kind_text, *op_text ? " " : "", op_text, type_text, count);
 }
 
+
+void mpic_signature_words(uint64_t sig, const char **kind, const char **op, const char **type, long long *count) {
+  unsigned k = (unsigned)(sig >> 56), o = (unsigned)(sig >> 48) & 0xff, t = (unsigned)(sig >> 40) & 0xff;
+  *kind = k < COUNT(mpic_kind_names) ? mpic_kind_names[k] : "?";
+  *op = o >= 1 && o <= COUNT(op_names) ? op_names[o - 1].name : o ? "(another reduction)" : "";
+  *type = t >= 1 && t <= COUNT(type_names) ? type_names[t - 1].name : "(another datatype)";
+  *count = k >= MPIC_SPLIT ? -1 : (long long)(sig & 0xffffffffffull);
+}

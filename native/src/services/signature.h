@@ -33,6 +33,9 @@ struct mpic_call {
 uint64_t mpic_signature(const struct mpic_call *c);
 /* "all-reduce sum f32 x4", read back from a signature. */
 void mpic_describe(uint64_t sig, char *out, size_t len);
+/* The same words without formatting (async-signal-safe): kind, reduction
+ * ("" for none), datatype, and the element count (-1 for kinds without data). */
+void mpic_signature_words(uint64_t sig, const char **kind, const char **op, const char **type, long long *count);
 /* "f32", or NULL for a datatype without a short name. */
 const char *mpic_type_name(MPIABI_Datatype t);
 
