@@ -25,6 +25,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 if how == "config":
     jax.config.update("jax_num_cpu_devices", 2)
+# (jax before 0.4.3x reads this option only from its config, not from the environment: a program
+# for those versions sets it, as JAX's own multi-process harness does)
+jax.config.update("jax_cpu_collectives_implementation", os.environ["JAX_CPU_COLLECTIVES_IMPLEMENTATION"])
 jax.distributed.initialize(f"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}", size, rank)
 L = jax.local_device_count()
 devices = np.array(sorted(jax.devices(), key=lambda d: (d.process_index, d.id)))
