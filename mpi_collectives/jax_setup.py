@@ -189,6 +189,7 @@ class Started:
     tunings: tuple
     devices: int
     settings: object
+    finish_at_backend_start: bool = False  # the cluster environment's start: plain_programs finishes it
 
 
 _STARTED = None
@@ -251,7 +252,7 @@ def _start_up(settings, collectives) -> Started:
     narrow_dtypes.install()  # float16/float8 collectives, which XLA refuses over MPI
     devices = _agree_on_local_devices(rank, size, level)
     return Started(rank=rank, size=size, family=family, level=level, choice=choice, tunings=tunings,
-                   devices=devices, settings=settings)
+                   devices=devices, settings=settings, finish_at_backend_start=collectives is None)
 
 
 def started() -> "Started | None":

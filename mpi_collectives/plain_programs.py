@@ -41,7 +41,7 @@ def at_backend_start() -> None:
     narrow_dtypes.install()
     _tell_local_devices()
     started = jax_setup.started()
-    if started is not None and jax_setup.info() is None:
+    if started is not None and started.finish_at_backend_start:
         jax_setup.finish(started)  # the cluster environment's start; initialize() finishes its own
 
 
