@@ -179,13 +179,14 @@ class Watch:
         text = f"mpi-collectives: rank {self.rank}/{self.size}'s last collectives (its flight record, oldest first):\n"
         folder = os.environ.get("MPI_COLLECTIVES_TRACE_DIR")
         if folder:
+            path = os.path.join(folder, f"mpi-collectives-rank{self.rank}.txt")
             try:
                 # (appended: the native layer adds its own when the job ends under it)
-                with open(os.path.join(folder, f"mpi-collectives-rank{self.rank}.txt"), "a") as f:
+                with open(path, "a") as f:
                     f.write(text + record)
                 return
-            except OSError:
-                pass  # a folder that cannot be written: stderr, as without it
+            except OSError as e:  # the record must not be lost: on stderr, saying why not in the folder
+                text = f"mpi-collectives: could not write {path} ({e.strerror}); the record here instead:\n" + text
         sys.stderr.write(text + record)
         sys.stderr.flush()
 

@@ -73,3 +73,13 @@ def test_the_trace_dir_holds_the_records(tmp_path):
         record = (tmp_path / f"mpi-collectives-rank{rank}.txt").read_text()
         assert f"rank {rank}/2's last collectives" in record and "all-reduce sum f32 x4" in record, record
         assert f"rank {rank}/2's last collectives" not in proc.stderr, explain(proc)
+
+
+def test_a_trace_dir_that_cannot_be_written_keeps_the_records_on_stderr(tmp_path):
+    missing = tmp_path / "not-there"
+    proc, _ = launch(300, {"MPI_COLLECTIVES_STALL_REPORT": "3", "MPI_COLLECTIVES_STALL_TIMEOUT": "4",
+                           "MPI_COLLECTIVES_TRACE_DIR": str(missing)})
+    assert proc.returncode != 0, explain(proc)
+    assert f"could not write {missing}/mpi-collectives-rank1.txt" in proc.stderr, explain(proc)
+    for rank in (0, 1):
+        assert f"rank {rank}/2's last collectives" in proc.stderr, explain(proc)
