@@ -18,6 +18,8 @@ PY = sys.executable
 # mode -> what the line must say (every MPI library)
 CASES = {
     "shape": r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x4; rank 1 all-reduce sum f32 x5",
+    "carried": r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x4; rank 1 all-reduce sum f32 x1000",
+    "large": r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x1000; rank 1 all-reduce sum f32 x1001",
     "dtype": r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x4; rank 1 all-reduce sum s32 x4",
     "op": r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x4; rank 1 all-reduce max f32 x4",
     "kind": r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x4; rank 1 all-gather f32 x4",

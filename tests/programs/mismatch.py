@@ -1,7 +1,11 @@
 """A 2-rank job whose ranks disagree about a collective, in the way argv[1]
 names, through multi-process pmap (each process compiles its own program):
 
-    shape       psum of 4 elements on rank 0, 5 on rank 1
+    shape       psum of 4 elements on rank 0, 5 on rank 1 (both carried in the
+                check's own block: native/src/services/check_block.h)
+    carried     psum of 4 elements on rank 0 (carried in the block), 1000 on
+                rank 1 (the check, then the library's call)
+    large       psum of 1000 elements on rank 0, 1001 on rank 1 (neither carried)
     dtype       psum of float32 on rank 0, int32 on rank 1
     op          psum on rank 0, pmax on rank 1
     kind        psum on rank 0, all_gather on rank 1
@@ -38,6 +42,10 @@ def run(f, x):
 ones = np.arange(1, 6, dtype=np.float32)
 if mode == "shape":
     run(lambda v: lax.psum(v, "i"), ones[:4] if first else ones[:5])
+elif mode == "carried":
+    run(lambda v: lax.psum(v, "i"), ones[:4] if first else np.ones(1000, np.float32))
+elif mode == "large":
+    run(lambda v: lax.psum(v, "i"), np.ones(1000 if first else 1001, np.float32))
 elif mode == "dtype":
     run(lambda v: lax.psum(v, "i"), ones[:4] if first else ones[:4].astype(np.int32))
 elif mode == "op":

@@ -6,10 +6,13 @@
  * reduction) get wrong numbers from MPI, silently on most libraries: the
  * library sees only bytes. So on the communicators XLA creates (through
  * MPI_Comm_split: xla_policy.c, devices/), each all-reduce, all-gather and
- * reduce-scatter is preceded by one small all-reduce of its signature (kind,
- * element count, datatype, reduction); when the signatures differ, every
- * rank learns what each rank called and the job ends with one line saying
- * so, before any result reaches XLA. Point-to-point transfers (XLA's
+ * reduce-scatter begins with one all-reduce of a small block holding its
+ * signature (kind, element count, datatype, reduction: check_block.h); when
+ * the signatures differ, every rank learns what each rank called and the job
+ * ends with one line saying so, before any result reaches XLA. A collective
+ * whose data fit in the block (at most MPIC_BLOCK_PAYLOAD bytes) travels in
+ * that same all-reduce and makes no second call: across hosts that halves
+ * a small collective's round trips. Point-to-point transfers (XLA's
  * collective permute and all-to-all) are checked on arrival: the element
  * count received must be the one expected.
  *
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agreement.h"
+#include "check_block.h"
 #include "common.h"
 #include "end_job.h"
 #include "flight.h"
@@ -38,7 +42,7 @@ struct tracked {
   MPIABI_Comm comm;
   int id;
   unsigned seq;
-  int size;
+  int size, rank;
   int *members;
 };
 static struct tracked comms[MAX_COMMS];
@@ -87,6 +91,22 @@ int mpic_agreement_members(int comm_id, int *out, int max) {
   return got;
 }
 
+/* The check's block as a datatype of its own, and its reduction: made once,
+ * when XLA's first communicator is tracked (MPI is up by then). */
+static MPIABI_Datatype block_type; /* set by make_block */
+static MPIABI_Op block_op;
+static int block_error = 0;
+static pthread_once_t block_once = PTHREAD_ONCE_INIT;
+
+static void make_block(void) {
+  /* One element of the block's size: the library reduces whole blocks,
+   * never a part of one (a segmenting algorithm splits between elements). */
+  int ret = mpic_next_Type_contiguous((int)sizeof(struct mpic_block), MPIABI_BYTE, &block_type);
+  if (ret == 0) ret = mpic_next_Type_commit(&block_type);
+  if (ret == 0) ret = mpic_next_Op_create((MPIABI_User_function *)mpic_block_reduce, 1, &block_op);
+  block_error = ret;
+}
+
 void mpic_agreement_track(MPIABI_Comm comm, int id) {
   if (!mpic_settings.check_collectives || comm == MPIABI_COMM_NULL) return;
   if (world_rank < 0) mpic_next_Comm_rank(MPIABI_COMM_WORLD, &world_rank);
@@ -97,11 +117,13 @@ void mpic_agreement_track(MPIABI_Comm comm, int id) {
   static int world_returns = 0;
   if (!__atomic_exchange_n(&world_returns, 1, __ATOMIC_SEQ_CST))
     mpic_next_Comm_set_errhandler(MPIABI_COMM_WORLD, MPIABI_ERRORS_RETURN);
-  int size = 0;
+  pthread_once(&block_once, make_block);
+  int size = 0, rank = 0;
   int *members = world_ranks_of(comm, &size);
+  mpic_next_Comm_rank(comm, &rank);
   pthread_mutex_lock(&comms_lock);
   if (ncomms < MAX_COMMS) {
-    comms[ncomms] = (struct tracked){comm, id, 0, size, members};
+    comms[ncomms] = (struct tracked){comm, id, 0, size, rank, members};
     __atomic_store_n(&ncomms, ncomms + 1, __ATOMIC_RELEASE);
   } else {
     mpic_log(1, "more than %d communicators from XLA: the newest are not checked", MAX_COMMS);
@@ -192,39 +214,76 @@ static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct mp
              line);
 }
 
-/* One small all-reduce: the maximum of the signature and of its complement
- * give its maximum and minimum, equal only when every rank's is the same. */
 /* The collective begins in the flight record, on communicator `at` of the table. */
 static int record(int at, uint64_t sig) {
   struct tracked *t = &comms[at];
   return mpic_flight_begin(sig, t->id, __atomic_add_fetch(&t->seq, 1, __ATOMIC_RELAXED));
 }
 
-/* Returns the flight record's slot, to end when the data has moved. */
-static int agree(MPIABI_Comm comm, const struct mpic_call *c) {
-  uint64_t sig = mpic_signature(c);
+/* The check: one all-reduce of the block (check_block.h), `b` already
+ * holding what this rank carries. Returns the flight record's slot, to end
+ * when the data has moved; on return b->payload holds the carried result. */
+static int agree(MPIABI_Comm comm, const struct mpic_call *c, uint64_t sig, struct mpic_block *b) {
   int at = find(comm);
   int slot = at >= 0 ? record(at, sig) : -1;
-  uint64_t in[2] = {sig, ~sig}, out[2];
-  int ret = mpic_next_Allreduce(in, out, 2, MPIABI_UINT64_T, MPIABI_MAX, comm);
+  if (block_error) mpi_failed("MPI_Op_create", block_error, comm);
+  int ret = mpic_next_Allreduce(MPIABI_IN_PLACE, b, 1, block_type, block_op, comm);
   if (ret != 0) mpi_failed("MPI_Allreduce", ret, comm);
-  if (out[0] != ~out[1]) disagree(comm, c, sig);
+  if (!mpic_block_agreed(b)) disagree(comm, c, sig);
   return slot;
+}
+
+/* The check alone, carrying nothing. */
+static int agree_only(MPIABI_Comm comm, const struct mpic_call *c) {
+  struct mpic_block b;
+  uint64_t sig = mpic_signature(c);
+  mpic_block_start(&b, sig, MPIC_CARRY_NONE);
+  return agree(comm, c, sig, &b);
 }
 
 int mpic_agreement_check(MPIABI_Comm comm, int kind, int64_t count, MPIABI_Datatype type, MPIABI_Op op) {
   if (!mpic_agreement_tracks(comm)) return -1;
   struct mpic_call c = {kind, count, type, op};
-  return agree(comm, &c);
+  return agree_only(comm, &c);
 }
 
 void mpic_agreement_finished(int slot) { mpic_flight_end(slot); }
 
 /* ---- XLA's collectives on a tracked communicator ---- */
+/* This rank's place and the communicator's size (kept when it was tracked). */
+static int place_in(MPIABI_Comm comm, int *size) {
+  int at = find(comm), rank = 0;
+  if (at >= 0) {
+    *size = comms[at].size;
+    return comms[at].rank;
+  }
+  mpic_next_Comm_size(comm, size);
+  mpic_next_Comm_rank(comm, &rank);
+  return rank;
+}
+
+/* A reduction whose data fit in the block: reduced there, in the check's
+ * own all-reduce, and written to out at `from` (bytes into the result). */
+static void carried_reduction(MPIABI_Comm comm, const struct mpic_call *c, uint64_t sig, const void *data,
+                              size_t bytes, void *out, size_t from, size_t out_bytes) {
+  struct mpic_block b;
+  mpic_block_start(&b, sig, MPIC_CARRY_REDUCE);
+  memcpy(b.payload, data, bytes);
+  int slot = agree(comm, c, sig, &b);
+  memcpy(out, b.payload + from, out_bytes);
+  mpic_flight_end(slot);
+}
+
 int mpic_checked_allreduce(const void *sendbuf, void *recvbuf, int count, MPIABI_Datatype datatype, MPIABI_Op op,
                            MPIABI_Comm comm) {
   struct mpic_call c = {MPIC_ALL_REDUCE, count, datatype, op};
-  int slot = agree(comm, &c);
+  uint64_t sig = mpic_signature(&c);
+  size_t bytes = mpic_block_reducible(sig) * (size_t)(count > 0 ? count : 0);
+  if (bytes && bytes <= MPIC_BLOCK_PAYLOAD) {
+    carried_reduction(comm, &c, sig, sendbuf == MPIABI_IN_PLACE ? recvbuf : sendbuf, bytes, recvbuf, 0, bytes);
+    return 0;
+  }
+  int slot = agree_only(comm, &c);
   int ret = mpic_next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   if (ret != 0) mpi_failed("MPI_Allreduce", ret, comm);
   mpic_flight_end(slot);
@@ -234,7 +293,22 @@ int mpic_checked_allreduce(const void *sendbuf, void *recvbuf, int count, MPIABI
 int mpic_checked_allgather(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, void *recvbuf,
                            int recvcount, MPIABI_Datatype recvtype, MPIABI_Comm comm) {
   struct mpic_call c = {MPIC_ALL_GATHER, sendcount, sendtype, MPIABI_OP_NULL};
-  int slot = agree(comm, &c);
+  uint64_t sig = mpic_signature(&c);
+  int size = 0, rank = place_in(comm, &size);
+  size_t each = mpic_block_element_size(sig) * (size_t)(sendcount > 0 ? sendcount : 0);
+  if (each && recvtype == sendtype && recvcount == sendcount && each * (size_t)size <= MPIC_BLOCK_PAYLOAD) {
+    /* Each rank's part in its own place, zeros elsewhere: the block's
+     * reduction joins them. */
+    struct mpic_block b;
+    mpic_block_start(&b, sig, MPIC_CARRY_PLACE);
+    const char *mine = sendbuf == MPIABI_IN_PLACE ? (const char *)recvbuf + each * (size_t)rank : sendbuf;
+    memcpy(b.payload + each * (size_t)rank, mine, each);
+    int slot = agree(comm, &c, sig, &b);
+    memcpy(recvbuf, b.payload, each * (size_t)size);
+    mpic_flight_end(slot);
+    return 0;
+  }
+  int slot = agree_only(comm, &c);
   int ret = mpic_next_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   if (ret != 0) mpi_failed("MPI_Allgather", ret, comm);
   mpic_flight_end(slot);
@@ -243,12 +317,21 @@ int mpic_checked_allgather(const void *sendbuf, int sendcount, MPIABI_Datatype s
 
 int mpic_checked_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPIABI_Datatype datatype,
                                 MPIABI_Op op, MPIABI_Comm comm) {
-  int size = 0;
-  int64_t total = 0;
-  mpic_next_Comm_size(comm, &size);
-  for (int i = 0; i < size; i++) total += recvcounts[i];
+  int size = 0, rank = place_in(comm, &size);
+  int64_t total = 0, before = 0;
+  for (int i = 0; i < size; i++) {
+    if (i == rank) before = total;
+    total += recvcounts[i];
+  }
   struct mpic_call c = {MPIC_REDUCE_SCATTER, total, datatype, op};
-  int slot = agree(comm, &c);
+  uint64_t sig = mpic_signature(&c);
+  size_t elem = mpic_block_reducible(sig), bytes = elem * (size_t)(total > 0 ? total : 0);
+  if (bytes && bytes <= MPIC_BLOCK_PAYLOAD) {
+    carried_reduction(comm, &c, sig, sendbuf == MPIABI_IN_PLACE ? recvbuf : sendbuf, bytes, recvbuf,
+                      elem * (size_t)before, elem * (size_t)recvcounts[rank]);
+    return 0;
+  }
+  int slot = agree_only(comm, &c);
   int ret = mpic_next_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
   if (ret != 0) mpi_failed("MPI_Reduce_scatter", ret, comm);
   mpic_flight_end(slot);

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include "signature.h"
 
-/* ---- names, for the one line, and small numbers for the signature ---- */
+/* ---- names, for the one line, and small numbers for the signature ----
+ * The first entries are in the order of signature.h's MPIC_T_ and MPIC_OP_
+ * numbers (check_block.c reduces by them). */
 static const struct {
   const MPIABI_Datatype *type;
   const char *name;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "common.h"
+#include "signature_codes.h"
 
 /* The kinds, and their names in messages ([0] is "?"). The last two carry no
  * data: XLA's communicator creation (its split of the world) and the device
@@ -20,6 +21,7 @@ enum {
   MPIC_DEVICE_EXCHANGE = 7,
 };
 extern const char *const mpic_kind_names[];
+
 
 struct mpic_call {
   int kind;

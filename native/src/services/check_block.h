@@ -1,0 +1,47 @@
+/* The block that every checked collective begins with (check_block.c): one
+ * all-reduce of it tells every rank whether all ranks called the same
+ * collective, and for a small all-reduce, reduce-scatter or all-gather it
+ * carries the data too, so that the check costs no second round trip.
+ * Used by agreement.c only; makes no MPI call. */
+#ifndef MPI_COLLECTIVES_CHECK_BLOCK_H
+#define MPI_COLLECTIVES_CHECK_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The data a block carries, at most: a psum of 24 float32s, an all-gather
+ * of 96 bytes in all. Every rank's block has this size whatever it called,
+ * so ranks that disagree still make matching calls. */
+#define MPIC_BLOCK_PAYLOAD 96
+
+/* What the payload holds, agreed like the signature (a rank whose payload
+ * means something else disagrees): nothing, data to reduce as the signature
+ * says, or each rank's part in its own place (the others zero). */
+enum { MPIC_CARRY_NONE = 0, MPIC_CARRY_REDUCE = 1, MPIC_CARRY_PLACE = 2 };
+
+struct mpic_block {
+  /* The signature and the carry, each beside its complement: after the
+   * all-reduce they hold the maximum of each, so a word equals the
+   * complement of its partner exactly when every rank's was the same. */
+  uint64_t sig, not_sig, carry, not_carry;
+  unsigned char payload[MPIC_BLOCK_PAYLOAD];
+};
+
+/* A block for a rank's call: signature, carry, and no data yet. */
+void mpic_block_start(struct mpic_block *b, uint64_t sig, int carry);
+/* After the all-reduce: did every rank call the same collective? */
+int mpic_block_agreed(const struct mpic_block *b);
+/* Bytes per element of the signature's datatype when the block can reduce
+ * it exactly with the signature's reduction (integers with sum, product,
+ * maximum or minimum; float32 and float64 the same); 0 otherwise. */
+size_t mpic_block_reducible(uint64_t sig);
+/* Bytes per element of the signature's datatype (any of signature_codes.h's
+ * MPIC_T_ numbers), 0 for another. */
+size_t mpic_block_element_size(uint64_t sig);
+/* The blocks' reduction, as the library calls a user-defined operation
+ * (agreement.c registers it, commutative, on a datatype of one block):
+ * inout[i] becomes in[i] combined with inout[i]. Pure: tested without MPI
+ * (tests/native/test_check_block.py). */
+void mpic_block_reduce(void *in, void *inout, int *len, void *type);
+
+#endif
