@@ -36,14 +36,20 @@ def _ready():
     return _WORLD
 
 
+_jax_tree = None  # jax.tree_util once imported (an import statement per call costs as much as a leaf)
+
+
 def _tree_flatten(tree):
-    try:
-        import jax
-    except ImportError:  # plain NumPy use: a single array or a flat list
-        leaves = tree if isinstance(tree, (list, tuple)) else [tree]
-        return leaves, lambda xs: type(tree)(xs) if isinstance(tree, (list, tuple)) else xs[0]
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    return leaves, lambda xs: jax.tree_util.tree_unflatten(treedef, xs)
+    global _jax_tree
+    if _jax_tree is None:
+        try:
+            import jax.tree_util
+        except ImportError:  # plain NumPy use: a single array or a flat list
+            leaves = tree if isinstance(tree, (list, tuple)) else [tree]
+            return leaves, lambda xs: type(tree)(xs) if isinstance(tree, (list, tuple)) else xs[0]
+        _jax_tree = jax.tree_util
+    leaves, treedef = _jax_tree.tree_flatten(tree)
+    return leaves, lambda xs: _jax_tree.tree_unflatten(treedef, xs)
 
 
 def _host_array(x) -> np.ndarray:
@@ -56,10 +62,16 @@ def _host_array(x) -> np.ndarray:
 
 class _Layout:
     """Where each leaf sits in the packed bytes, and the signature of the
-    whole (dtype and shape of every leaf), computed once per structure."""
+    whole (dtype and shape of every leaf), computed once per structure.
+
+    The packed bytes are one record of a structured dtype with a field per
+    leaf: packing is one assignment per leaf into a buffer kept with the
+    layout, and unpacking one field read per leaf (a view), where slicing,
+    viewing and reshaping bytes cost three NumPy calls per leaf."""
 
     def __init__(self, key):
-        self.signature = np.frombuffer(hashlib.blake2b(repr(key).encode(), digest_size=_SIG).digest(), np.uint8)
+        self.signature_bytes = hashlib.blake2b(repr(key).encode(), digest_size=_SIG).digest()
+        self.signature = np.frombuffer(self.signature_bytes, np.uint8)
         self.leaves = []  # (dtype, shape, start, end) in the packed buffer
         offset = _SIG
         for dtype, shape in key:
@@ -69,28 +81,57 @@ class _Layout:
             offset += n
         self.nbytes = offset
         self.one_call = offset <= _SLOT
+        # Zeros, then the signature: padding too is compared (assert_equal compares bytes). The
+        # helpers send from it and receive into fresh arrays, so it is reused call after call.
+        self.packed = np.zeros(max(self.nbytes, _SLOT), np.uint8)
+        self.packed[:_SIG] = self.signature
+        self.record = None
+        try:
+            self.record = np.dtype({"names": [f"l{i}" for i in range(len(key))],
+                                    "formats": [(dtype, shape) if shape else dtype for dtype, shape in key],
+                                    "offsets": [start for _, _, start, _ in self.leaves],
+                                    "itemsize": self.nbytes})
+        except (TypeError, ValueError):  # a dtype a record cannot hold: byte slices instead
+            pass
+        self.fields = [f"l{i}" for i in range(len(key))]
+        self.inputs = self.fields_of(self.packed) if self.record is not None else None
+
+    def fields_of(self, buffer):
+        """Every leaf of packed `buffer`, as views."""
+        if self.record is None:
+            return [buffer[start:end].view(dtype).reshape(shape) for dtype, shape, start, end in self.leaves]
+        record = buffer[:self.nbytes].view(self.record).reshape(())
+        return [record[f] for f in self.fields]
 
 
 _LAYOUTS = {}
 
 
+def _key(x):
+    if isinstance(x, (np.ndarray, np.generic)):
+        return x.dtype, x.shape
+    a = np.asarray(_host_array(x))
+    return a.dtype, a.shape
+
+
 def _pack(leaves):
     """(layout, packed bytes: the signature, then every leaf's bytes)."""
-    arrays = [np.asarray(_host_array(x), order="C") for x in leaves]  # (keeps 0-d shapes)
-    key = tuple((a.dtype, a.shape) for a in arrays)
+    key = tuple(_key(x) for x in leaves)
     layout = _LAYOUTS.get(key)
     if layout is None:
         layout = _LAYOUTS[key] = _Layout(key)
-    out = np.zeros(max(layout.nbytes, _SLOT), np.uint8)  # (padding too: assert_equal compares bytes)
-    out[:_SIG] = layout.signature
-    for a, (_, _, start, end) in zip(arrays, layout.leaves):
-        out[start:end] = a.reshape(-1).view(np.uint8)
-    return layout, out
+    if layout.inputs is not None:
+        for view, x in zip(layout.inputs, leaves):
+            view[...] = x if isinstance(x, (np.ndarray, np.generic)) else _host_array(x)
+    else:
+        for x, (_, _, start, end) in zip(leaves, layout.leaves):
+            layout.packed[start:end] = np.asarray(_host_array(x), order="C").reshape(-1).view(np.uint8)
+    return layout, layout.packed
 
 
 def _unpack(buffer, layout):
     """The leaves, as views of one rank's packed bytes (which nobody else holds)."""
-    return [buffer[start:end].view(dtype).reshape(shape) for dtype, shape, start, end in layout.leaves]
+    return layout.fields_of(buffer)
 
 
 def _mismatch(what, ranks):
@@ -124,11 +165,10 @@ def broadcast_one_to_all(in_tree, is_source=None):
         root = int(np.argmax(flags))
     # The signature first (with the data when both fit one slot): with other
     # shapes the data would not fit the buffers.
-    mine = layout.signature.tobytes()
     first = mpi.bcast(packed[:_SLOT].copy(), root)
-    if first[:_SIG].tobytes() != mine:
+    if first[:_SIG].tobytes() != layout.signature_bytes:
         _mismatch("broadcast_one_to_all", rank)
-    packed = first if layout.one_call else mpi.bcast(packed[:layout.nbytes], root)
+    packed = first if layout.one_call else mpi.bcast(packed[:layout.nbytes].copy(), root)  # (layout's own)
     return rebuild(_unpack(packed, layout))
 
 
@@ -139,14 +179,15 @@ def process_allgather(in_tree, tiled=False):
     leaves, rebuild = _tree_flatten(in_tree)
     layout, packed = _pack(leaves)
     gathered = _allgather_checked("process_allgather", layout, packed, size)
-    out = []
-    for dtype, shape, start, end in layout.leaves:
-        rows = np.ascontiguousarray(gathered[:, start:end]).view(dtype)
-        if tiled:
-            out.append(rows.reshape((size * shape[0],) + shape[1:] if shape else (size,)))
-        else:
-            out.append(rows.reshape((size,) + shape))
-    return rebuild(out)
+    if layout.record is not None:  # a field per leaf of one record per rank
+        records = np.ascontiguousarray(gathered[:, :layout.nbytes]).view(layout.record).reshape(size)
+        stacked = [records[f] for f in layout.fields]
+    else:
+        stacked = [np.ascontiguousarray(gathered[:, start:end]).view(dtype).reshape((size,) + shape)
+                   for dtype, shape, start, end in layout.leaves]
+    if tiled:
+        stacked = [a.reshape((size * a.shape[1],) + a.shape[2:] if a.ndim > 1 else (size,)) for a in stacked]
+    return rebuild(stacked)
 
 
 def assert_equal(in_tree, fail_message=""):
