@@ -13,7 +13,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SRC = os.path.join(ROOT, "native", "src", "services")
-PAYLOAD = 96  # MPIC_BLOCK_PAYLOAD
+PAYLOAD = 1024  # MPIC_BLOCK_PAYLOAD
 REDUCE, PLACE = 1, 2  # MPIC_CARRY_
 KINDS = {"all-reduce": 1, "all-gather": 2}
 OPS = {"sum": 1, "prod": 2, "max": 3, "min": 4}

@@ -10,7 +10,7 @@
  * signature (kind, element count, datatype, reduction: check_block.h); when
  * the signatures differ, every rank learns what each rank called and the job
  * ends with one line saying so, before any result reaches XLA. A collective
- * whose data fit in the block (at most MPIC_BLOCK_PAYLOAD bytes) travels in
+ * whose data fit in the block (at most MPIC_BLOCK_PAYLOAD bytes, 1 KiB) travels in
  * that same all-reduce and makes no second call: across hosts that halves
  * a small collective's round trips. Point-to-point transfers (XLA's
  * collective permute and all-to-all) are checked on arrival: the element
