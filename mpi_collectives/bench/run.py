@@ -26,8 +26,9 @@ SMOKE_SIZES = [8, 65536]
 
 
 def launch(args, ranks, argv, timeout, extra_env=None):
+    # gloo's coordinator: on rank 0's node, which is this one (launchers put rank 0 on their own node).
     env = dict(os.environ, JAX_PLATFORMS="cpu",
-               MPI_COLLECTIVES_BENCH_COORDINATOR=f"127.0.0.1:{launching.free_port()}")
+               MPI_COLLECTIVES_BENCH_COORDINATOR=f"{args.coordinator_host}:{launching.free_port()}")
     env.update(extra_env or {})
     for var in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION"):  # each path sets up its own
         env.pop(var, None)
@@ -54,6 +55,20 @@ def launcher_prefix(args) -> list:
 
 def launch_command(args, ranks, argv) -> list:
     return launcher_prefix(args) + ["-n", str(ranks), sys.executable, "-m"] + argv
+
+
+def hosts_of_ranks(args) -> list:
+    """The host name of every rank, as the launcher places them: measured
+    (a launch of `hostname`), not taken from the command line."""
+    cmd = launcher_prefix(args) + ["-n", str(args.ranks), "hostname"]
+    try:
+        proc = launching.run(cmd, timeout=args.timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed: {e}")
+    if proc.returncode != 0:
+        raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed (exit {proc.returncode}): "
+                         f"{proc.stderr.strip()[-500:]}")
+    return sorted(proc.stdout.split())
 
 
 def import_jax_seconds(with_wrapper: bool, repeats: int) -> float:
@@ -96,6 +111,12 @@ def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argpar
                              "would and followed by `-n RANKS python -m ...`, e.g. \"srun --mpi=pmi2\" "
                              "(the ranks on one node: gloo's coordinator is 127.0.0.1) or \"mpirun --oversubscribe\"")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds for each launch (default: 1800)")
+    parser.add_argument("--coordinator-host", default="127.0.0.1", metavar="ADDRESS",
+                        help="an address of this node that every rank's node reaches, for gloo's coordinator "
+                             "(default: 127.0.0.1, for ranks on this node only)")
+    parser.add_argument("--where", default="", metavar="TEXT",
+                        help="what the hosts are and how they are joined, recorded with the results "
+                             "(e.g. \"2 nodes, 100 Gb/s InfiniBand\")")
     args = parser.parse_args(argv)
     try:
         prefix = launcher_prefix(args)
@@ -123,8 +144,13 @@ def main(argv=None, prog="python -m mpi_collectives bench", parser_class=argpars
     # The MPI by name and version, not by where it lies: results and plots leave the machine.
     print(f"mpi-collectives bench: {args.ranks} ranks, {mpi.library_name()} ({family}), sizes {sizes[0]} B to "
           f"{sizes[-1]} B, paths {', '.join(paths)}", file=sys.stderr, flush=True)
+    hosts = hosts_of_ranks(args)
+    if len(set(hosts)) > 1:
+        print(f"mpi-collectives bench: the ranks are on {len(set(hosts))} hosts ({', '.join(sorted(set(hosts)))})",
+              file=sys.stderr, flush=True)
     data = {"ranks": args.ranks, "family": family, "library": mpi.library_name(), "sizes": sizes, "results": {},
-            "date": datetime.date.today().isoformat(), "machine": machine(), "versions": versions()}
+            "date": datetime.date.today().isoformat(), "machine": machine(), "versions": versions(),
+            "hosts": len(set(hosts)), "where": args.where}
     with tempfile.TemporaryDirectory() as tmp:
         for path in paths:
             out = os.path.join(tmp, f"{path}.json")

