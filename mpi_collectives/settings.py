@@ -44,8 +44,9 @@ TABLE = {
                             "1: stop the job when an MPI_Comm_split breaks XLA's convention (concurrent splits, "
                             "new rank != key); 0 for callers of the wrapper other than XLA", SWITCH),
     "check_collectives": Setting("MPI_COLLECTIVES_CHECK_COLLECTIVES", 1, True,
-                                 "1: before each all-reduce, all-gather and reduce-scatter XLA runs, the ranks "
-                                 "check that they agree on its kind, size, dtype and reduction, and point-to-point "
+                                 "1: with each all-reduce, all-gather and reduce-scatter XLA runs, the ranks "
+                                 "check that they agree on its kind, size, dtype and reduction before any result "
+                                 "reaches XLA (in the same MPI call as the data up to 1 KiB), and point-to-point "
                                  "arrivals are checked against what was expected; a disagreement ends the job with "
                                  "one line instead of returning wrong numbers. 0: no checks", SWITCH),
     "devices_timeout": Setting("MPI_COLLECTIVES_DEVICES_TIMEOUT", 60, True,
