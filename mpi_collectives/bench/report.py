@@ -81,6 +81,17 @@ def targets(data):
         out.append(("every collective within 1.25x (all-to-all 2x) of JAX's call cost plus the C floor from 64 KiB",
                     worst[0] <= 1, f"median {np.median([x[0] for x in ratios]):.2f} of the limit, worst "
                     f"{worst[0]:.2f} ({worst[1]}, {worst[2]} B); over it: {', '.join(missed) or 'none'}"))
+    # Issue 32's: all-to-all and large all-gathers at the floor on one node.
+    for op, start in (("all-to-all", 1 * MiB), ("all-gather", 64 * MiB)):
+        parts = [(median_us(r, "jax-mpi", op, n), median_us(r, "jax-call", op, n), median_us(r, floor, op, n), n)
+                 for n in sizes if n >= start]
+        parts = [p for p in parts if None not in p]
+        if parts:
+            worst = max(parts, key=lambda p: p[0] / (p[1] + p[2]))
+            out.append((f"{op} from {start // MiB} MiB within 1.5x of JAX's call cost plus the C floor",
+                        all(a / (b + c) <= 1.5 for a, b, c, _ in parts),
+                        ", ".join(f"{a / (b + c):.2f}x at {n // MiB} MiB" for a, b, c, n in parts)
+                        + f" (worst {worst[0]:.0f} us against {worst[1]:.0f} + {worst[2]:.0f} us)"))
     for test, want, label in ((lambda n: n <= 1 * KiB, 12, "up to 1 KiB"), (lambda n: n >= 1 * MiB, 2, "from 1 MiB")):
         speedups = [(median_us(r, "jax-gloo", op, n) / median_us(r, "jax-mpi", op, n), op, n)
                     for op in OPS for n in sizes if test(n) and median_us(r, "jax-gloo", op, n)
