@@ -350,24 +350,51 @@ def test_coordinator_under_srun_listens_on_the_cluster_network_only(slurm, tmp_p
 
 @only["mpich"]
 def test_hydra_across_hosts_through_ssh(cluster):
-    proc = on_node1(cluster, [os.path.join(BIN, "mpiexec"), "-launcher", "ssh", "-launcher-exec", cluster.shim,
-                              "-hosts", "node1,node2,node3", "-n", "3", PY, os.path.join(PROGRAMS, "init_cases.py"),
-                              "plain"], env=shim_env(cluster))
+    launch, _ = cluster.ssh_launch("mpich", os.path.dirname(BIN), ["node1", "node2", "node3"])
+    proc = on_node1(cluster, launch + ["-n", "3", PY, os.path.join(PROGRAMS, "init_cases.py"), "plain"],
+                    env=shim_env(cluster))
     assert proc.returncode == 0, explain(proc)
     cluster_coordinator(passes(proc, 3), proc)
 
 
 @only["openmpi"]
 def test_open_mpi_mpirun_across_hosts_through_ssh(cluster, tmp_path):
-    hold_job(cluster, [os.path.join(BIN, "mpirun"), "--host", "node1,node2,node3", "-n", "3", "--map-by", "node",
-                       "--mca", "plm_rsh_agent", cluster.shim, "--prefix", os.path.dirname(BIN)], tmp_path)
+    launch, env = cluster.ssh_launch("openmpi", os.path.dirname(BIN), ["node1", "node2", "node3"])
+    hold_job(cluster, launch + ["-n", "3"], tmp_path, env=env)
 
 
 @only["impi"]
 def test_intel_mpi_mpiexec_across_hosts_through_ssh(cluster, tmp_path):
     """Across nodes Intel MPI needs libfabric, which the impi-rt wheel holds in lib/ but does not
     put on the loader's path (on one node it uses shared memory only): the README says so."""
-    lib = os.path.join(os.path.dirname(BIN), "lib")
-    hold_job(cluster, [os.path.join(BIN, "mpiexec"), "-bootstrap", "ssh", "-bootstrap-exec", cluster.shim,
-                       "-hosts", "node1,node2,node3", "-n", "3", "-ppn", "1"], tmp_path,
-             env={"LD_LIBRARY_PATH": lib, "FI_PROVIDER_PATH": lib, "FI_PROVIDER": "tcp"})
+    launch, env = cluster.ssh_launch("impi", os.path.dirname(BIN), ["node1", "node2", "node3"])
+    hold_job(cluster, launch + ["-n", "3"], tmp_path, env=env)
+
+
+# ---- the agreement check across hosts (native/src/services/check_block.c)
+
+# mode of tests/programs/mismatch.py -> the line every rank's job must end with
+DISAGREEMENTS = {
+    "shape": "rank 0 all-reduce sum f32 x4; rank 1 all-reduce sum f32 x5",  # both carried in the check's block
+    "carried": "rank 0 all-reduce sum f32 x4; rank 1 all-reduce sum f32 x1000",  # one carried, one not
+    "large": "rank 0 all-reduce sum f32 x1000; rank 1 all-reduce sum f32 x1001",  # neither carried
+    "kind": "rank 0 all-reduce sum f32 x4; rank 1 all-gather f32 x4",
+}
+
+
+@pytest.mark.parametrize("mode", list(DISAGREEMENTS) + ["agree"])
+def test_ranks_on_two_hosts_that_disagree_get_no_number(cluster, mode):
+    """Each family's own launcher across two hosts (TCP only): a disagreement stops the job with
+    one line and no value reaches Python, whether the data travelled in the check's block or not;
+    ranks that agree are exact."""
+    launch, env = cluster.ssh_launch(WHEEL, os.path.dirname(BIN), ["node1", "node2"])
+    proc = on_node1(cluster, launch + ["-n", "2", PY, os.path.join(PROGRAMS, "mismatch.py"), mode],
+                    env=dict(shim_env(cluster), **env))
+    text = explain(proc)
+    if mode == "agree":
+        assert proc.returncode == 0, text
+        assert sorted(re.findall(r"AGREE rank (\d)", proc.stdout)) == ["0", "1"], text
+        return
+    assert proc.returncode != 0, text
+    assert "RESULT" not in proc.stdout, "a value reached Python\n" + text
+    assert f"the ranks disagree about a collective: {DISAGREEMENTS[mode]}" in proc.stderr, text
