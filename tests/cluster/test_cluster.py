@@ -9,6 +9,8 @@ Which family runs what (CI runs every family; each sets the cluster up once):
              seen from outside
     openmpi  Open MPI's mpirun across hosts through ssh, the coordinator seen from outside
     impi     Intel MPI's mpiexec across hosts through ssh, the same
+    each     ranks on two hosts that disagree about a collective (mismatch.py), through
+             the family's own launcher over ssh
 The standard-ABI configuration adds nothing here (the same mpich wheel).
 
 Node1 holds rank 0 in every job; its host name resolves to 127.0.1.1 on
