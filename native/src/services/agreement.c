@@ -253,7 +253,7 @@ void mpic_agreement_finished(int slot) { mpic_flight_end(slot); }
 /* This rank's place and the communicator's size (kept when it was tracked). */
 static int place_in(MPIABI_Comm comm, int *size) {
   int at = find(comm), rank = 0;
-  if (at >= 0) {
+  if (at >= 0 && comms[at].size > 0) {
     *size = comms[at].size;
     return comms[at].rank;
   }
