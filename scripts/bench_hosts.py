@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "cluster"))
 import backends  # noqa: E402  (scripts/backends.py: the package's launching, without a venv)
 from cluster_harness import Cluster, why_not_here  # noqa: E402
 
-WHERE = ("2 simulated hosts on this machine{cores}: network namespaces joined by a veth bridge, "
+WHERE = ("2 simulated hosts on one {ncpu}-core machine{cores}: network namespaces joined by a veth bridge, "
          "TCP between them, no added latency (tests/cluster/cluster_harness.py)")
 
 
@@ -66,7 +66,8 @@ def main():
             print(f"== {family} across 2 hosts: {command}", flush=True)
             bench = [os.path.join(venv, "bin", "python"), "-m", "mpi_collectives", "bench", "--launcher", command,
                      "--coordinator-host", cluster.hosts[0].address,
-                     "--where", WHERE.format(cores=", a core each" if args.core_per_host else ", sharing its cores"),
+                     "--where", WHERE.format(ncpu=os.cpu_count(),
+                                            cores=", a core each" if args.core_per_host else ", sharing its cores"),
                      "--max-bytes", str(16 << 20),
                      "--out", out + ".json", "--plot", out + ".png", "--timeout", "900", "--scale", args.scale]
             # From the output folder, on node1: the source tree would shadow the installed package.
