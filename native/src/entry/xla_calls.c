@@ -4,10 +4,12 @@
  *
  * - a device communicator (several CPU devices per process): devices/;
  * - a communicator XLA created with one device per process, tracked by the
- *   agreement check: agreement.c, which checks, then calls the library;
+ *   agreement check: agreement.c, which checks, then calls the library, and
+ *   for its point-to-point transfers arrivals.c, which checks what arrived;
  * - anything else (mpi4py's, the user's, MPI_COMM_WORLD): the library.
  * MPI_Comm_split and MPI_Is_thread_main follow XLA's policy (xla_policy.c). */
 #include "agreement.h"
+#include "arrivals.h"
 #include "common.h"
 #include "devices.h"
 #include "family.h"
@@ -93,12 +95,12 @@ MPIABI_EXPORT int MPIABI_Isend(const void *buf, int count, MPIABI_Datatype datat
 MPIABI_EXPORT int MPIABI_Irecv(void *buf, int count, MPIABI_Datatype datatype, int source, int tag,
                                MPIABI_Comm comm, MPIABI_Request *request) {
   if (mpic_is_device_comm(comm)) return mpic_device_irecv(buf, count, datatype, source, tag, comm, request);
-  return mpic_agreement_irecv(buf, count, datatype, source, tag, comm, request);
+  return mpic_arrival_irecv(buf, count, datatype, source, tag, comm, request);
 }
 
 MPIABI_EXPORT int MPIABI_Wait(MPIABI_Request *request, MPIABI_Status *status) {
   if (request && mpic_is_device_request(*request)) return mpic_device_wait(request, status);
-  return mpic_agreement_wait(request, status);
+  return mpic_arrival_wait(request, status);
 }
 
 MPIABI_EXPORT int MPIABI_Waitall(int count, MPIABI_Request array_of_requests[], MPIABI_Status *array_of_statuses) {
@@ -108,5 +110,5 @@ MPIABI_EXPORT int MPIABI_Waitall(int count, MPIABI_Request array_of_requests[], 
                                                                                             : &array_of_statuses[i];
       mpic_device_wait(&array_of_requests[i], s);
     }
-  return mpic_agreement_waitall(count, array_of_requests, array_of_statuses);
+  return mpic_arrival_waitall(count, array_of_requests, array_of_statuses);
 }

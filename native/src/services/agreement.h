@@ -34,17 +34,11 @@ int mpic_checked_allgather(const void *sendbuf, int sendcount, MPIABI_Datatype s
                            int recvcount, MPIABI_Datatype recvtype, MPIABI_Comm comm);
 int mpic_checked_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPIABI_Datatype datatype,
                                 MPIABI_Op op, MPIABI_Comm comm);
-int mpic_checked_sendrecv(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, int dest, int sendtag,
-                          void *recvbuf, int recvcount, MPIABI_Datatype recvtype, int source, int recvtag,
-                          MPIABI_Comm comm, MPIABI_Status *status);
-
-/* Receives (XLA's collective permute: MPI_Irecv, MPI_Isend, MPI_Wait): on a
- * tracked communicator the receive is remembered and its arrival checked
- * when it completes; any other is the library's call alone. */
-int mpic_agreement_irecv(void *buf, int count, MPIABI_Datatype datatype, int source, int tag, MPIABI_Comm comm,
-                         MPIABI_Request *request);
-int mpic_agreement_wait(MPIABI_Request *request, MPIABI_Status *status);
-int mpic_agreement_waitall(int count, MPIABI_Request array_of_requests[], MPIABI_Status *array_of_statuses);
+/* A transfer begins in the flight record, on tracked communicator `comm`:
+ * its slot, or -1 when the communicator is not tracked (arrivals.c). */
+int mpic_agreement_begin(MPIABI_Comm comm, uint64_t sig);
+/* This process's rank in MPI_COMM_WORLD, once a communicator was tracked. */
+int mpic_agreement_world_rank(void);
 
 /* A failed MPI call made for XLA: ends the job with the library's words (or
  * names the rank of this node that died first). */

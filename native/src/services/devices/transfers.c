@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agreement.h"
+#include "arrivals.h"
 #include "end_job.h"
 #include "internal.h"
 #include "waits.h"
@@ -87,7 +88,7 @@ static int transfer(MPIABI_Comm comm, int is_receive, void *buf, int count, MPIA
   if (g->proc_of_key[peer] == g->pos)
     return local_transfer(g, is_receive, buf, (size_t)count * mpic_device_type_size(type), from, to, tag, request);
   int t = tag_for(g, from, to, tag);
-  return is_receive ? mpic_agreement_irecv(buf, count, type, g->proc_of_key[peer], t, g->pc, request)
+  return is_receive ? mpic_arrival_irecv(buf, count, type, g->proc_of_key[peer], t, g->pc, request)
                     : mpic_next_Isend(buf, count, type, g->proc_of_key[peer], t, g->pc, request);
 }
 
@@ -132,7 +133,7 @@ int mpic_device_sendrecv(const void *sendbuf, int sendcount, MPIABI_Datatype sen
   if (ret != 0) mpic_agreement_failed("MPI_Sendrecv", ret);
   for (int i = 0; i < 2; i++) {
     MPIABI_Status *s = i == 0 ? status : MPIABI_STATUS_IGNORE;
-    ret = mpic_is_device_request(r[i]) ? mpic_device_wait(&r[i], s) : mpic_agreement_wait(&r[i], s);
+    ret = mpic_is_device_request(r[i]) ? mpic_device_wait(&r[i], s) : mpic_arrival_wait(&r[i], s);
     if (ret != 0) mpic_agreement_failed("MPI_Wait", ret);
   }
   return 0;

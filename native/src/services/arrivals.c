@@ -1,0 +1,132 @@
+/* XLA's point-to-point transfers on the communicators the agreement check
+ * tracks (arrivals.h): its all-to-all (one MPI_Sendrecv per peer) and its
+ * collective permute (MPI_Irecv, MPI_Isend, then MPI_Wait on each) make no
+ * collective call to check first, so each arrival is checked instead: the
+ * element count received must be the one expected. A larger message than
+ * expected is the library's own "message truncated", which the
+ * communicator's error handler returns and the job ends with its words. */
+#include <pthread.h>
+#include <stdlib.h>
+#include "agreement.h"
+#include "arrivals.h"
+#include "common.h"
+#include "end_job.h"
+#include "flight.h"
+#include "signature.h"
+
+static __attribute__((noreturn)) void short_arrival(const char *what, int expected, int received,
+                                                    MPIABI_Datatype type, int source) {
+  const char *t = type == MPIABI_BYTE ? "bytes" : mpic_type_name(type);
+  mpic_fatal("rank %d: %s expected %d %s from rank %d of XLA's communicator but received %d: the ranks "
+             "disagree about the transfer's size. No result was returned. Fix: make every rank run the "
+             "same collectives with the same shapes",
+             mpic_agreement_world_rank(), what, expected, t ? t : "elements", source, received);
+}
+
+static void check_arrival(const char *what, const MPIABI_Status *status, int expected, MPIABI_Datatype type) {
+  int received = 0;
+  if (mpic_next_Get_count(status, type, &received) == 0 && received != expected)
+    short_arrival(what, expected, received, type, status->MPI_SOURCE);
+}
+
+/* XLA's all-to-all: one exchange with each peer. */
+int mpic_checked_sendrecv(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, int dest, int sendtag,
+                          void *recvbuf, int recvcount, MPIABI_Datatype recvtype, int source, int recvtag,
+                          MPIABI_Comm comm, MPIABI_Status *status) {
+  MPIABI_Status own;
+  MPIABI_Status *s = (status == MPIABI_STATUS_IGNORE || !status) ? &own : status;
+  struct mpic_call c = {MPIC_ALL_TO_ALL, recvcount, recvtype, MPIABI_OP_NULL};
+  int slot = mpic_agreement_begin(comm, mpic_signature(&c));
+  int ret = mpic_next_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                               recvtag, comm, s);
+  if (ret != 0) mpic_agreement_failed("MPI_Sendrecv", ret);
+  mpic_flight_end(slot);
+  if (source != MPIABI_PROC_NULL) check_arrival("an all-to-all", s, recvcount, recvtype);
+  return ret;
+}
+
+/* XLA's collective permute: MPI_Irecv, MPI_Isend, then MPI_Wait on each.
+ * Receives on XLA's communicators are remembered until they complete. */
+struct receive {
+  MPIABI_Request request;
+  int count;
+  MPIABI_Datatype type;
+  int slot; /* in the flight record: the permute ends when its receive does */
+};
+#define MAX_RECEIVES 4096
+static struct receive receives[MAX_RECEIVES];
+static int nreceives = 0; /* read without the lock on the hot path */
+static pthread_mutex_t receives_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int mpic_arrival_irecv(void *buf, int count, MPIABI_Datatype datatype, int source, int tag, MPIABI_Comm comm,
+                         MPIABI_Request *request) {
+  int ret = mpic_next_Irecv(buf, count, datatype, source, tag, comm, request);
+  if (!mpic_agreement_tracks(comm)) return ret;
+  if (ret != 0) mpic_agreement_failed("MPI_Irecv", ret);
+  if (source == MPIABI_PROC_NULL) return ret;
+  struct mpic_call c = {MPIC_PERMUTE, count, datatype, MPIABI_OP_NULL};
+  int slot = mpic_agreement_begin(comm, mpic_signature(&c));
+  pthread_mutex_lock(&receives_lock);
+  if (nreceives < MAX_RECEIVES) {
+    receives[nreceives] = (struct receive){*request, count, datatype, slot};
+    __atomic_store_n(&nreceives, nreceives + 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&receives_lock);
+  return ret;
+}
+
+/* The receive a request stands for, forgotten as it is returned; 0 if none. */
+static int take_receive(MPIABI_Request request, struct receive *out) {
+  if (!__atomic_load_n(&nreceives, __ATOMIC_ACQUIRE)) return 0;
+  int found = 0;
+  pthread_mutex_lock(&receives_lock);
+  for (int i = 0; i < nreceives; i++)
+    if (receives[i].request == request) {
+      *out = receives[i];
+      receives[i] = receives[nreceives - 1];
+      __atomic_store_n(&nreceives, nreceives - 1, __ATOMIC_RELEASE);
+      found = 1;
+      break;
+    }
+  pthread_mutex_unlock(&receives_lock);
+  return found;
+}
+
+int mpic_arrival_wait(MPIABI_Request *request, MPIABI_Status *status) {
+  struct receive r;
+  if (!request || !take_receive(*request, &r)) return mpic_next_Wait(request, status);
+  MPIABI_Status own;
+  MPIABI_Status *s = (status == MPIABI_STATUS_IGNORE || !status) ? &own : status;
+  int ret = mpic_next_Wait(request, s);
+  if (ret != 0) mpic_agreement_failed("MPI_Wait", ret);
+  mpic_flight_end(r.slot);
+  check_arrival("a collective permute", s, r.count, r.type);
+  return ret;
+}
+
+int mpic_arrival_waitall(int count, MPIABI_Request array_of_requests[], MPIABI_Status *array_of_statuses) {
+  if (!__atomic_load_n(&nreceives, __ATOMIC_ACQUIRE) || count <= 0)
+    return mpic_next_Waitall(count, array_of_requests, array_of_statuses);
+  struct receive *rs = calloc((size_t)count, sizeof *rs);
+  char *is_receive = calloc((size_t)count, 1);
+  int any = 0;
+  for (int i = 0; rs && is_receive && i < count; i++) any |= is_receive[i] = (char)take_receive(array_of_requests[i], &rs[i]);
+  if (!any) {
+    free(rs);
+    free(is_receive);
+    return mpic_next_Waitall(count, array_of_requests, array_of_statuses);
+  }
+  MPIABI_Status *s = array_of_statuses;
+  MPIABI_Status *own = NULL;
+  if (s == MPIABI_STATUSES_IGNORE || !s) s = own = calloc((size_t)count, sizeof *own);
+  int ret = mpic_next_Waitall(count, array_of_requests, s ? s : MPIABI_STATUSES_IGNORE);
+  if (ret != 0) mpic_agreement_failed("MPI_Waitall", ret);
+  for (int i = 0; i < count; i++)
+    if (is_receive[i]) mpic_flight_end(rs[i].slot);
+  for (int i = 0; s && i < count; i++)
+    if (is_receive[i]) check_arrival("a collective permute", &s[i], rs[i].count, rs[i].type);
+  free(own);
+  free(rs);
+  free(is_receive);
+  return ret;
+}
