@@ -12,10 +12,11 @@ docs/benchmarks.md (mpi_collectives.bench.summary --block bench-hosts-results).
 
 The hosts share this machine's cores (with --core-per-host, each has one of
 its own), its memory and its kernel's network stack: a round trip between
-them is a veth's (tens of microseconds), not a real network's, and `tc netem` is not there to add one. The JSON says so. Each
-host's name resolves to its cluster address on itself: JAX's gloo advertises
-that address to its peers, and on a host whose own name is 127.0.1.1 (a
-fresh Debian install) gloo across hosts cannot connect at all."""
+them is a veth's (tens of microseconds), not a real network's, and `tc
+netem` is not there to add one. The JSON says so. Each host's name resolves
+to its cluster address on itself: JAX's gloo advertises that address to its
+peers, and on a host whose own name is 127.0.1.1 (a fresh Debian install)
+gloo across hosts cannot connect at all."""
 import argparse
 import os
 import subprocess
