@@ -60,7 +60,53 @@ def _glibc():
         return None
     ours = ctypes.cast(default.malloc, ctypes.c_void_p).value
     theirs = ctypes.cast(libc.malloc, ctypes.c_void_p).value
-    return libc if ours == theirs else None
+    if ours == theirs:
+        return libc
+    # The addresses differ in two cases: another malloc comes first (jemalloc or tcmalloc
+    # preloaded), or the executable is not position-independent and its own code takes
+    # malloc's address (Ubuntu's and Debian's /usr/bin/python3): the linker then makes the
+    # executable's PLT entry malloc's address for everyone, though glibc's malloc serves every
+    # call. Only glibc's own accounting tells them apart.
+    return libc if _served_by_glibc(default.malloc, default.free, libc) else None
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+                 "fordblks", "keepcost")]
+
+
+class _MallInfo(ctypes.Structure):  # glibc before 2.33: the same fields as int
+    _fields_ = [(name, ctypes.c_int) for name, _ in _MallInfo2._fields_]
+
+
+PROBE_BYTES = 96 << 10  # below glibc's smallest mmap threshold (128 KiB), so it comes from an arena
+
+
+def _served_by_glibc(malloc, free, libc, tries=3) -> bool:
+    """Whether a block taken through `malloc` (the process's malloc, whatever its address) shows
+    up in glibc's own count of bytes in use. Another malloc's blocks never do; glibc's always do,
+    unless another thread frees as much at the same moment, hence a few tries."""
+    try:
+        mallinfo, struct, bits = libc.mallinfo2, _MallInfo2, 64
+    except AttributeError:
+        mallinfo, struct, bits = libc.mallinfo, _MallInfo, 32
+    mallinfo.restype, mallinfo.argtypes = struct, []
+    malloc.restype, malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    free.restype, free.argtypes = None, [ctypes.c_void_p]
+
+    def in_use():
+        info = mallinfo()
+        return info.uordblks + info.hblkhd
+
+    for _ in range(tries):
+        before = in_use()
+        block = malloc(PROBE_BYTES)
+        after = in_use()
+        free(block)
+        if block and (after - before) % (1 << bits) >= PROBE_BYTES:  # int fields wrap past 2 GiB
+            return True
+    return False
 
 
 def keep_memory_reason(environ=os.environ):

@@ -17,6 +17,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard jax-0.4.27 jax-0.6.2 debian-openmpi wheel}
 status=0
 summary=""
+# Two real non-glibc mallocs for tests/package/test_tuning.py, which checks that a preloaded one is
+# left alone (the tests skip, saying so, where they cannot be installed).
+if [ "$(id -u)" = 0 ] && [ ! -e "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" ] && command -v apt-get > /dev/null; then
+  { apt-get install -y -q --no-install-recommends libjemalloc2 libtcmalloc-minimal4 ||
+    { apt-get update -q && apt-get install -y -q --no-install-recommends libjemalloc2 libtcmalloc-minimal4; }; } \
+    > /tmp/mpi-collectives-apt.log 2>&1 || echo "test.sh: apt-get install libjemalloc2 failed (those tests skip)" >&2
+fi
 for config in $configs; do
   start=$(date +%s)
   jax_version=""

@@ -3,11 +3,12 @@ initialize(); a binding or malloc setting of the user's is never changed."""
 import ast
 import os
 import re
+import shutil
 import sys
 
 import pytest
 
-from helpers import ONCE, PROGRAMS, explain, mpiexec_path, run
+from helpers import HERE, ONCE, PROGRAMS, explain, mpiexec_path, run
 
 PROGRAM = os.path.join(PROGRAMS, "init_cases.py")
 
@@ -68,7 +69,63 @@ def test_a_malloc_setting_of_the_user_wins(variable, value):
 def test_keep_memory_is_applied_only_to_glibc_malloc():
     from mpi_collectives.tuning import keep_freed_memory
     line = keep_freed_memory(apply=False, environ={"GLIBC_TUNABLES": "glibc.rtld.nns=2"})
-    assert line.startswith("keep-memory: would set M_MMAP_MAX=0"), line  # this machine's Python: glibc
+    assert line.startswith("keep-memory: would set M_MMAP_MAX=0"), line  # CI's Python: glibc's malloc
+
+
+DECIDE = ("import ctypes; from mpi_collectives import tuning; "
+          "own = ctypes.cast(ctypes.CDLL(None).malloc, ctypes.c_void_p).value; "
+          "libc = ctypes.cast(ctypes.CDLL('libc.so.6').malloc, ctypes.c_void_p).value; "
+          "print('SAME' if own == libc else 'DIFFERENT'); "
+          "print(tuning.keep_freed_memory(apply=False, environ={}))")
+PRELOADED = {"jemalloc": "libjemalloc.so.2", "tcmalloc": "libtcmalloc_minimal.so.4"}
+
+
+@pytest.fixture(scope="module")
+def nonpie_python(tmp_path_factory):
+    """tests/programs/nonpie_launcher.c built as Ubuntu's and Debian's /usr/bin/python3 are: not
+    position-independent, its own code taking malloc's address, Python embedded; with the
+    environment that finds this Python's standard library and site-packages."""
+    import sysconfig
+    import site
+    if not shutil.which("gcc"):
+        pytest.skip("needs gcc to build the non-PIE launcher (scripts/setup_env.sh needs it too)")
+    libdir, version = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("LDVERSION")
+    exe = str(tmp_path_factory.mktemp("nonpie") / "python-nonpie")
+    build = run(["gcc", "-no-pie", "-fno-pic", "-O1", os.path.join(PROGRAMS, "nonpie_launcher.c"),
+                 "-o", exe, f"-L{libdir}", f"-lpython{version}", f"-Wl,-rpath,{libdir}"]
+                + sysconfig.get_config_var("LIBS").split() + sysconfig.get_config_var("SYSLIBS").split())
+    assert build.returncode == 0, explain(build)
+    return exe, {"PYTHONHOME": sys.base_prefix, "PYTHONPATH": os.pathsep.join(site.getsitepackages())}
+
+
+def test_glibc_malloc_is_recognised_behind_a_non_pie_launcher(nonpie_python):
+    exe, env = nonpie_python
+    proc = run([exe, "-c", DECIDE], env=env, cwd=HERE)
+    assert proc.returncode == 0, explain(proc)
+    # The launcher's own PLT entry is malloc's address there, not libc's: the case to decide.
+    assert proc.stdout.splitlines() == [
+        "DIFFERENT", f"keep-memory: would set M_MMAP_MAX=0, M_TRIM_THRESHOLD={1 << 30}"], explain(proc)
+
+
+def preloaded(name):
+    path = f"/usr/lib/{os.uname().machine}-linux-gnu/{PRELOADED[name]}"
+    if not os.path.exists(path):
+        pytest.skip(f"{PRELOADED[name]} is not installed (Debian: libjemalloc2, libtcmalloc-minimal4; "
+                    "scripts/test.sh installs both)")
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(PRELOADED))
+@pytest.mark.parametrize("launcher", ["python", "non-PIE launcher"])
+def test_a_preloaded_malloc_is_left_alone(name, launcher, request):
+    if launcher == "python":
+        exe, env = sys.executable, {}
+    else:
+        exe, env = request.getfixturevalue("nonpie_python")
+    proc = run([exe, "-c", DECIDE], env={**env, "LD_PRELOAD": preloaded(name)}, cwd=HERE)
+    assert proc.returncode == 0, explain(proc)
+    assert proc.stdout.splitlines() == ["DIFFERENT", "keep-memory: not applied (malloc is not glibc's)"], \
+        explain(proc)
 
 
 def launch_and_read_tunings(env, per_rank_prefix=""):
