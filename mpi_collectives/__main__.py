@@ -69,11 +69,11 @@ def native_info() -> dict:
 
 def tunings_initialize_would_apply(rank: int, size: int) -> list:
     """tuning.py's decisions for this rank, under the current settings, without applying them."""
-    from . import mpi, settings, tuning
+    from . import library_settings, mpi, settings, tuning
 
     chosen = settings.read()
     kept = tuning.keep_freed_memory(chosen.keep_memory, apply=False)
-    lines = [kept, tuning.one_arena(kept, apply=False),
+    lines = [kept, tuning.one_arena(kept, apply=False), library_settings.set_for_this_process(chosen, apply=False),
              tuning.bind_cpus(rank, size, mpi.allgather, chosen.bind_cpus, apply=False)]
     return [line for line in lines if line]
 

@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 
-from . import coordinator, exit_hooks, jax_compat, meeting, mpi, narrow_dtypes, peers, stall, tuning
+from . import coordinator, exit_hooks, jax_compat, library_settings, meeting, mpi, narrow_dtypes, peers, stall, tuning
 from . import settings as _settings
 from ._paths import libpath
 from .ending import end_job
@@ -228,6 +228,7 @@ def _start_up(settings, collectives) -> Started:
     # Before MPI and JAX allocate: their buffers are served the same way.
     tunings = [tuning.keep_freed_memory(settings.keep_memory)]
     tunings.append(tuning.one_arena(tunings[0]))
+    tunings.append(library_settings.set_for_this_process(settings))  # MPI_Init reads them
     level = mpi.thread_level_name(_init_mpi_or_end_job(settings))
     rank, size = mpi.rank_size()
     log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")

@@ -91,6 +91,17 @@ TABLE = {
                          "1: when the ranks on a node all share one CPU set (the launcher bound nothing), each "
                          "rank binds itself and JAX's threads to its own slice of it, whole cores first; a "
                          "binding by the launcher or by you is kept. 0: never bind", SWITCH),
+    "mpi_settings": Setting("MPI_COLLECTIVES_MPI_SETTINGS", 1, False,
+                            "1: before MPI starts, set the MPI library's own collective settings that were "
+                            "measured faster: those `mpi-collectives tune` wrote for this MPI, ranks per node "
+                            "and node size, else the package's defaults (MPICH: MPIR_CVAR_DEVICE_COLLECTIVES="
+                            "none); skipped when you set any of that library's collective variables. 0: the "
+                            "library's defaults", SWITCH),
+    "tuning_file": Setting("MPI_COLLECTIVES_TUNING_FILE", None, False,
+                           "the file `mpi-collectives tune` writes and initialize() reads (default: "
+                           "$XDG_CONFIG_HOME/mpi-collectives/tuning.json, else ~/.config/mpi-collectives/"
+                           "tuning.json); used only when you own it and its folder and others cannot write them",
+                           ANY),
     "keep_memory": Setting("MPI_COLLECTIVES_KEEP_MEMORY", 1, False,
                            "1: glibc's malloc keeps freed large blocks for reuse (M_MMAP_MAX=0, M_TRIM_THRESHOLD="
                            "1 GiB; on a rank started with at most 4 CPUs also M_ARENA_MAX=1), so JAX's fresh output "

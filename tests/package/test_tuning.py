@@ -156,7 +156,7 @@ def test_unbound_ranks_are_bound_to_their_own_cpus_and_memory_is_kept():
     assert cpus0 and cpus1 and not cpus0 & cpus1, got
     for lines in (lines0, lines1):
         assert lines[0].startswith("keep-memory: mallopt M_MMAP_MAX=0"), got
-        assert lines[2].startswith("bind-cpus: CPUs ") and lines[2].endswith("(2 ranks on this node)"), got
+        assert lines[-1].startswith("bind-cpus: CPUs ") and lines[-1].endswith("(2 ranks on this node)"), got
         assert lines[1] == f"one-arena: mallopt M_ARENA_MAX=1 ({len(os.sched_getaffinity(0))} CPUs)", got
 
 
@@ -173,8 +173,10 @@ def test_ranks_the_launcher_bound_differently_keep_their_cpus():
 
 @pytest.mark.jax
 @hydra_only
-def test_both_tunings_can_be_switched_off():
-    got = launch_and_read_tunings({"MPI_COLLECTIVES_BIND_CPUS": "0", "MPI_COLLECTIVES_KEEP_MEMORY": "0"})
+def test_every_tuning_can_be_switched_off():
+    got = launch_and_read_tunings({"MPI_COLLECTIVES_BIND_CPUS": "0", "MPI_COLLECTIVES_KEEP_MEMORY": "0",
+                                   "MPI_COLLECTIVES_MPI_SETTINGS": "0"})
     assert got[0][0] == got[1][0] == os.sched_getaffinity(0), got
     assert got[0][1] == ["keep-memory: off (MPI_COLLECTIVES_KEEP_MEMORY=0)",
+                         "mpi-settings: off (MPI_COLLECTIVES_MPI_SETTINGS=0)",
                          "bind-cpus: off (MPI_COLLECTIVES_BIND_CPUS=0)"], got
