@@ -1,4 +1,4 @@
-"""Command line of mpi-collectives: python -m mpi_collectives (or mpi-collectives) with one of six commands.
+"""Command line of mpi-collectives: python -m mpi_collectives (or mpi-collectives) with one of seven commands.
 
     python -m mpi_collectives libpath          # what to put in MPITRAMPOLINE_LIB
     python -m mpi_collectives info [--json]    # which MPI the native layer loads and why; the versions
@@ -6,6 +6,7 @@
     mpiexec -n 4 python -m mpi_collectives run train.py [args]   # a script, with JAX set up for MPI
     python -m mpi_collectives env [--markdown] # the environment variables: values in force, defaults
     python -m mpi_collectives bench [--smoke]  # our collectives beside gloo, mpi4py and C (scripts/bench.py)
+    python -m mpi_collectives tune --ranks 16  # the MPI library's fastest settings here, for initialize()
     python -m mpi_collectives --version
 
 An error of the command line is one line on stderr beginning "mpi-collectives:",
@@ -22,7 +23,7 @@ import sys
 from . import __version__
 from ._paths import libpath
 
-COMMANDS = ("libpath", "info", "doctor", "run", "env", "bench")
+COMMANDS = ("libpath", "info", "doctor", "run", "env", "bench", "tune")
 
 
 def _prog() -> str:
@@ -229,6 +230,8 @@ def parser() -> Parser:
                        help="print the documentation's table (README.md's), without the values in force")
     sub.add_parser("bench", help="benchmark JAX's collectives over MPI beside gloo, mpi4py and C (--help)",
                    add_help=False)
+    sub.add_parser("tune", help="measure the MPI library's collective settings with your ranks per node and "
+                                "keep the fastest for initialize() (--help)", add_help=False)
     return ap
 
 
@@ -239,6 +242,9 @@ def main(argv=None) -> int:
         if command == "bench":  # its own options: mpi_collectives.bench.run
             from .bench.run import main as bench
             return bench(argv[1:], prog=f"{_prog()} bench", parser_class=Parser)
+        if command == "tune":  # its own options: mpi_collectives.bench.tune
+            from .bench.tune import main as tune
+            return tune(argv[1:], prog=f"{_prog()} tune", parser_class=Parser)
         args = parser().parse_args(argv)
         return {"libpath": cmd_libpath, "info": cmd_info, "run": cmd_run, "env": cmd_env,
                 "doctor": cmd_doctor}[args.command](args)

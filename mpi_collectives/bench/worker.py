@@ -1,11 +1,15 @@
 """One benchmark path on every rank of an mpiexec launch:
 
-    mpiexec -n N python -m mpi_collectives.bench.worker PATH OUT.json SIZES ITERS_SCALE
+    mpiexec -n N python -m mpi_collectives.bench.worker PATH OUT.json SIZES ITERS_SCALE [OPS]
 
 PATH is jax-mpi, jax-gloo, jax-call (the same jitted programs with the
 collective replaced by a local op of the same output shape), mpi4py, or c
 (the C loop through the wrapper and directly). Every result is checked
 against NumPy once per size; rank 0 writes {op: {bytes: [seconds...]}}.
+OPS (comma-separated, default all) limits the collectives (`tune` uses it).
+The C and mpi4py paths start MPI with the same library settings as
+initialize() (library_settings.py), so that the floor is measured like
+for like.
 """
 import json
 import os
@@ -84,15 +88,15 @@ def start_jax(impl):
     return start(impl, os.environ.get("MPI_COLLECTIVES_BENCH_COORDINATOR"))
 
 
-def run_jax(path, sizes, scale, out):
+def run_jax(path, sizes, scale, out, ops=OPS):
     jax, rank, size = start_jax("gloo" if path == "jax-gloo" else "mpi")
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
     mesh = Mesh(np.array(jax.devices()), ("x",))
     sharding = NamedSharding(mesh, P("x"))
     programs = jax_programs(mesh, size, path != "jax-call")
-    results = {op: {} for op in OPS}
-    for op in OPS:
+    results = {op: {} for op in ops}
+    for op in ops:
         for nbytes in sizes:
             count = elements(op, nbytes, size)
             x = process_local_array(sharding, rank_input(count, rank)[None])
@@ -146,7 +150,15 @@ def host_helpers(rank):
 
 # ---- mpi4py and C ----
 
+def same_library_settings():
+    """The MPI library's own settings that initialize() would set (before MPI_Init reads them)."""
+    from mpi_collectives import library_settings, settings
+
+    library_settings.set_for_this_process(settings.read())
+
+
 def run_mpi4py(sizes, scale, out):
+    same_library_settings()
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
@@ -178,16 +190,17 @@ def run_mpi4py(sizes, scale, out):
     write(rank, out, {"results": results})
 
 
-def run_c(sizes, scale, out):
+def run_c(sizes, scale, out, ops=OPS):
     from mpi_collectives import mpi
 
     from . import c_loop
 
+    same_library_settings()
     mpi.init()
     rank, size = mpi.rank_size()
     targets = [t for t in (c_loop.through_wrapper(), c_loop.direct()) if t is not None]
-    results = {t.name: {op: {} for op in OPS} for t in targets}
-    for op in OPS:
+    results = {t.name: {op: {} for op in ops} for t in targets}
+    for op in ops:
         for nbytes in sizes:
             count = elements(op, nbytes, size)
             send = rank_input(count, rank)
@@ -223,12 +236,15 @@ def write(rank, out, data):
 
 def main():
     path, out, sizes, scale = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3].split(",")], float(sys.argv[4])
+    ops = sys.argv[5].split(",") if len(sys.argv) > 5 else OPS
+    if set(ops) - set(OPS):
+        raise SystemExit(f"unknown collectives {sorted(set(ops) - set(OPS))} (known: {', '.join(OPS)})")
     if path.startswith("jax-"):
-        run_jax(path, sizes, scale, out)
+        run_jax(path, sizes, scale, out, ops)
     elif path == "mpi4py":
         run_mpi4py(sizes, scale, out)
     elif path == "c":
-        run_c(sizes, scale, out)
+        run_c(sizes, scale, out, ops)
     else:
         raise SystemExit(f"unknown path {path}")
 
