@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .. import launching
-from .report import plot, table, targets
+from .report import plot, table, targets, user_table
 
 FULL_SIZES = [8] + [4 ** k for k in range(2, 15)]  # 8 B, then 16 B ... 256 MiB in powers of 4
 SMOKE_SIZES = [8, 65536]
@@ -97,7 +97,10 @@ def mpi4py_usable(family: str) -> bool:
 
 def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argparse.ArgumentParser):
     parser = parser_class(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ranks", type=int, default=2, help="ranks of every launch (default: 2)")
+    parser.add_argument("--ranks", type=rank_counts, default=[2],
+                        help="ranks of every launch, or several counts run one after the other, e.g. 2,4,8,16 "
+                             "(then each count's results go to OUT and PLOT with -<N>ranks before the "
+                             "extension; default: 2)")
     parser.add_argument("--smoke", action="store_true", help="two sizes, few iterations: checks that it works")
     parser.add_argument("--max-bytes", type=int, default=FULL_SIZES[-1],
                         help=f"largest message size in bytes (default: {FULL_SIZES[-1]})")
@@ -129,9 +132,36 @@ def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argpar
     return args
 
 
+def rank_counts(text: str) -> list:
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of ranks or a list like 2,4,8,16")
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: every count must be at least 1")
+    return counts
+
+
 def main(argv=None, prog="python -m mpi_collectives bench", parser_class=argparse.ArgumentParser) -> int:
     args = parse(argv, prog, parser_class)
+    counts = args.ranks
+    for ranks in counts:
+        args.ranks = ranks
+        if len(counts) > 1:
+            print(f"\n== {ranks} ranks", flush=True)
+        run_one(args, suffixed(args.out, ranks, counts), suffixed(args.plot, ranks, counts))
+    return 0
 
+
+def suffixed(path: str, ranks: int, counts: list) -> str:
+    if len(counts) == 1:
+        return path
+    stem, ext = os.path.splitext(path)
+    return f"{stem}-{ranks}ranks{ext}"
+
+
+def run_one(args, out_path, plot_path) -> None:
+    """Every path at args.ranks ranks: the table, the targets, the JSON and the plot."""
     from .. import mpi
 
     family = mpi.family()
@@ -156,21 +186,27 @@ def main(argv=None, prog="python -m mpi_collectives bench", parser_class=argpars
             out = os.path.join(tmp, f"{path}.json")
             # jax-mpi-unchecked: the same as jax-mpi without the agreement check
             # (MPI_COLLECTIVES_CHECK_COLLECTIVES=0), to measure what the check costs.
-            unchecked = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"} if path == "jax-mpi-unchecked" else {}
+            env = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"} if path == "jax-mpi-unchecked" else {}
+            if args.smoke:
+                env["MPI_COLLECTIVES_BENCH_SMOKE"] = "1"  # user_loops.py: a small training step
             launch(args, args.ranks, ["mpi_collectives.bench.worker", path, out, ",".join(map(str, sizes)),
-                                      str(scale)], args.timeout, unchecked)
+                                      str(scale)], args.timeout, env)
             got = json.load(open(out))
             data["results"].update(got.get("results_by_target") or {path: got["results"]})
             if "host_helpers" in got:
                 data["host_helpers"] = got["host_helpers"]
+            if "user_loops" in got:
+                data.setdefault("user_loops", {})[path] = got["user_loops"]
     data["startup_s"] = startup_seconds(args, 1 if args.smoke else 5)
     data["import_jax_s"] = {"with_wrapper": import_jax_seconds(True, 2 if args.smoke else 5),
                             "without": import_jax_seconds(False, 2 if args.smoke else 5)}
     checks = targets(data)
     data["targets"] = [{"target": t, "met": m, "measured": w} for t, m, w in checks]
-    with open(args.out, "w") as f:
+    with open(out_path, "w") as f:
         json.dump(data, f, indent=1)
     print(table(data))
+    if data.get("user_loops"):
+        print(user_table(data))
     s, i = data["startup_s"], data["import_jax_s"]
     print(f"\nstart-up, launch to first psum: {s['mpi']:.2f} s with mpi-collectives, {s['gloo']:.2f} s with gloo")
     print(f"import jax: {i['with_wrapper']:.2f} s with our library loaded, {i['without']:.2f} s without "
@@ -181,8 +217,7 @@ def main(argv=None, prog="python -m mpi_collectives bench", parser_class=argpars
     print("\ntargets" + (" (smoke mode: too few iterations to judge)" if args.smoke else "") + ":")
     for t, met, what in checks:
         print(f"  [{'met' if met else 'NOT met'}] {t}: {what}")
-    print(f"\nresults: {args.out}; {plot(data, args.plot)}")
-    return 0
+    print(f"\nresults: {out_path}; {plot(data, plot_path)}")
 
 
 def startup_seconds(args, repeats):

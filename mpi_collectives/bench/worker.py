@@ -114,6 +114,12 @@ def run_jax(path, sizes, scale, out, ops=OPS):
             results[op][nbytes] = times
             progress(rank, path, op, nbytes, times)
     extra = host_helpers(rank) if path == "jax-mpi" else {}
+    if path in ("jax-mpi", "jax-gloo") and ops == OPS:  # what users see: over us and over gloo
+        from . import user_loops
+        smoke = os.environ.get("MPI_COLLECTIVES_BENCH_SMOKE") == "1"
+        extra["user_loops"] = {
+            "psum-kept": user_loops.psum_kept(jax, mesh, rank, sizes, lambda n: iterations(n, scale)),
+            "train-step": user_loops.train_step(jax, mesh, rank, smoke, max(3, int(20 * scale)))}
     write(rank, out, {"results": results, **extra})
 
 

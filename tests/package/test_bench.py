@@ -51,9 +51,20 @@ def test_bench_smoke(tmp_path):
         for op in OPS:
             assert set(data["results"][path][op]) == {"8", "65536"}, (path, op)
     # (the smoke sizes, 8 B and 64 KiB, leave out the all-reduce target at 1 and 16 MiB)
-    judged = {"every", "at", "host", "start-up", "agreement"} | ({"the"} if "C direct" in paths else set())  # wrapper vs direct
+    judged = {"every", "at", "host", "start-up", "agreement", "the"}  # "the": wrapper vs direct, the psum loop
     assert {t["target"].split(" ")[0] for t in data["targets"]} == judged, data["targets"]
     assert re.search(r"host broadcast_one_to_all: ours \d+ us, multihost_utils \d+ us", proc.stdout), explain(proc)
+    # What users see: the psum loop with its result kept, and a training step with its parts, both ways.
+    for path in ("jax-mpi", "jax-gloo"):
+        loops = data["user_loops"][path]
+        assert set(loops["psum-kept"]) == {"65536"}, loops.keys()
+        assert set(loops["train-step"]) == {"params", "step", "step-out-in", "local", "gradients"}, loops
+        assert loops["train-step"]["params"] == 3 * 256 * 256
+    for row in ("step (weights [in, out], as flax stores them)", "step (weights [out, in])",
+                "its compute alone (one device)", "its gradient psum alone", "step minus compute minus psum"):
+        assert re.search(rf"^{re.escape(row)} +\d+\.\d", proc.stdout, re.M), explain(proc)
+    assert re.search(r"^ +65536 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$", proc.stdout, re.M), explain(proc)
+    assert any(t["target"].startswith("the psum loop as a training step writes it") for t in data["targets"])
     assert png.stat().st_size > 10000
 
     # The summary: docs/benchmarks/README.md and the README's block, from the same JSON.
@@ -110,3 +121,34 @@ def test_targets_across_hosts_are_judged_from_the_numbers():
     assert got["psum within 1.3x of the C floor at 1 MiB and 16 MiB"][0] is True
     assert got["psum at least 5x faster than gloo at 8 B"][0] is True
     assert got["psum at least 2x faster than gloo from 1 MiB"] == (False, "1.8x at 1048576 B, 2.1x at 16777216 B")
+
+
+def test_several_rank_counts_in_one_run():
+    from mpi_collectives.bench.run import parse, suffixed
+    assert parse(["--ranks", "2,4,8,16"]).ranks == [2, 4, 8, 16]
+    assert suffixed("out/bench.json", 8, [2, 8]) == "out/bench-8ranks.json"
+    assert suffixed("bench.png", 2, [2]) == "bench.png"
+    proc = run([sys.executable, "-m", "mpi_collectives", "bench", "--ranks", "2,x"], cwd=HERE)
+    assert proc.returncode == 2 and "argument --ranks: '2,x' is not a count of ranks or a list like 2,4,8,16" in \
+        proc.stderr, explain(proc)
+
+
+def test_user_targets_are_judged_from_the_numbers():
+    from mpi_collectives.bench.report import user_targets
+    r = {"jax-call": {"all-reduce": {"16777216": [0.002]}}, "C direct": {"all-reduce": {"16777216": [0.005]}}}
+    step = lambda ms: {"params": 3 * 2048 * 2048, **{k: [ms[k] / 1e3] for k in ms}}  # noqa: E731
+    data = {"ranks": 8, "results": r, "user_loops": {
+        "jax-mpi": {"psum-kept": {"16777216": [0.0084]},
+                    "train-step": step({"step": 100, "step-out-in": 60, "local": 30, "gradients": 18})},
+        "jax-gloo": {"psum-kept": {"16777216": [0.02]},
+                     "train-step": step({"step": 160, "step-out-in": 120, "local": 30, "gradients": 60})}}}
+    got = {t: (met, what) for t, met, what in user_targets(data)}
+    assert got == {
+        "the psum loop as a training step writes it within 1.3x of JAX's call cost plus the C floor from 64 KiB":
+            (True, "1.20x at 16777216 B"),
+        "a data-parallel training step at least 1.5x faster than over gloo (8 ranks and more)":
+            (True, "100.0 against gloo's 160.0 ms (1.60x)"),
+        "the training step's all-reduce within 1.3x of the C floor": (True, "18.0 ms against 3 x 5.0 ms (1.20x)")}
+    data["ranks"] = 4
+    assert len(user_targets(data)) == 2  # the step against gloo is judged from 8 ranks
+
