@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-from .report import median_us, table, targets
+from .report import median_us, table, targets, user_table
 
 NAMES = {"mpich": "MPICH", "impi": "Intel MPI", "openmpi": "Open MPI", "standard": "MPI-5 standard ABI"}
 SHOWN_SIZES = [8, 1024, 65536, 1048576, 16777216, 268435456]
@@ -97,11 +97,14 @@ def extras(runs):
 
 
 def short(runs, folder_link):
+    users = [f"{NAMES.get(name, name)}:\n```\n{user_table(data).strip()}\n```"
+             for name, data in runs.items() if data.get("user_loops")]
     return "\n\n".join([
         header(runs),
         targets_table(runs),
         "All-reduce of float32, median microseconds per call, by bytes per rank:",
         allreduce_table(runs),
+        *users,
         extras(runs),
         f"Every collective, size and path, with plots: [{folder_link}]({folder_link}/README.md).",
     ])
@@ -119,6 +122,10 @@ def full(runs):
                   "against the C loop; `gloo/ours`; `wrap/direct`: the C loop through the wrapper against "
                   "calling MPI directly.",
                   "```\n" + table(data).strip() + "\n```"]
+        if data.get("user_loops"):
+            parts += ["What users see: the psum loop as a training step writes it, and a data-parallel training "
+                      "step with its parts (`mpi_collectives/bench/user_loops.py`).",
+                      "```\n" + user_table(data).strip() + "\n```"]
     return "\n\n".join(parts) + "\n"
 
 
