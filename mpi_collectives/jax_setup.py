@@ -116,7 +116,7 @@ def _check_jax_version() -> None:
         raise InitializeError(jax_compat.too_old_message(jax_version))
 
 
-def _init_mpi_or_end_job(settings) -> int:
+def init_mpi_or_end_job(settings) -> int:
     """MPI_Init waits for every process of the job (the launcher's PMI fence),
     so a process that never gets here makes it hang: a watchdog ends the job
     after settings.timeout seconds, saying so. Returns the thread level."""
@@ -229,7 +229,7 @@ def _start_up(settings, collectives) -> Started:
     tunings = [tuning.keep_freed_memory(settings.keep_memory)]
     tunings.append(tuning.one_arena(tunings[0]))
     tunings.append(library_settings.set_for_this_process(settings))  # MPI_Init reads them
-    level = mpi.thread_level_name(_init_mpi_or_end_job(settings))
+    level = mpi.thread_level_name(init_mpi_or_end_job(settings))
     rank, size = mpi.rank_size()
     log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")
     try:
@@ -268,14 +268,21 @@ def info() -> "Info | None":
 
 def finish(started: Started) -> None:
     """The steps after jax.distributed.initialize has joined the ranks."""
-    rank, size, settings = started.rank, started.size, started.settings
+    finish_steps(started.rank, started.size, started.settings, started.choice.address)
+
+
+def finish_steps(rank: int, size: int, settings, job: str) -> None:
+    """What every program over MPI gets once jax.distributed has joined the ranks and MPI is up,
+    however it started JAX (initialize(), the cluster environment, or its own arguments to
+    jax.distributed.initialize: plain_programs.py). `job`: a text the ranks of this job share
+    and no other job does (the coordinator's address)."""
     # JAX's distributed runtime catches SIGTERM and computes on; a job asked
     # to stop (launcher, scancel, timeout) must stop.
     mpi.stop_on_sigterm(rank, size)
     if settings.abort_on_exception:
         exit_hooks.abort_on_uncaught_exceptions(rank, size)
     if settings.watch_peers:
-        peers.watch(rank, size, float(settings.exit_timeout), started.choice.address)
+        peers.watch(rank, size, float(settings.exit_timeout), job)
     stall.watch(rank, size, float(settings.stall_report), float(settings.stall_timeout))
 
 
@@ -284,7 +291,8 @@ def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None,
                verbose: int = None, trace_dir: str = None, prefixes: str = None, coordinator: str = None,
                port: int = None, interface: str = None, timeout: int = None, abort_on_exception: int = None,
                watch_peers: int = None, exit_timeout: int = None, stall_report: int = None,
-               stall_timeout: int = None, bind_cpus: int = None, keep_memory: int = None) -> Info:
+               stall_timeout: int = None, bind_cpus: int = None, mpi_settings: int = None,
+               tuning_file: str = None, keep_memory: int = None) -> Info:
     """Make JAX's CPU collectives run over MPI in this process; call it on every rank,
     before the first JAX computation.
 

@@ -14,14 +14,18 @@ MPI communicators; at that moment, for such a program, this module
   configuration holds, including one set in code with
   jax.config.update('jax_num_cpu_devices', N) (the native layer reads the
   environment's own when it is loaded);
-- for a program started through the cluster environment (cluster.py), which
-  ran initialize()'s start-up, runs the steps initialize() takes after the
-  join (SIGTERM, uncaught exceptions, watching the ranks).
+- runs the steps initialize() takes after the join (SIGTERM, uncaught
+  exceptions, watching the ranks, the stall report): for a program started
+  through the cluster environment (cluster.py), which ran initialize()'s
+  start-up, at once; for one that called jax.distributed.initialize() with
+  its own arguments, after starting MPI here, as XLA would a moment later
+  (the native layer then answers XLA's own MPI_Init_thread).
 It does nothing when JAX's MPI is not this package's wrapper.
 """
 import threading
 
-from . import jax_compat, jax_setup, mpi, narrow_dtypes
+from . import jax_compat, jax_setup, library_settings, mpi, narrow_dtypes
+from . import settings as _settings
 from .ending import end_job
 from .errors import InitializeError
 from .log import log
@@ -43,6 +47,34 @@ def at_backend_start() -> None:
     started = jax_setup.started()
     if started is not None and started.finish_at_backend_start:
         jax_setup.finish(started)  # the cluster environment's start; initialize() finishes its own
+    elif started is None:
+        _finish_own_start()
+
+
+def _finish_own_start() -> None:
+    """A program that called jax.distributed.initialize() with its own arguments and runs JAX's
+    collectives over MPI: MPI is started now, on every rank (XLA would start it right after, when
+    it makes the CPU client), and the program gets what initialize() gives after the join."""
+    try:
+        from jax._src import distributed
+        state = distributed.global_state
+    except Exception:  # a jax without it: nothing joined to watch
+        return
+    processes = getattr(state, "num_processes", None) or 1
+    if state.client is None or processes < 2 or jax_compat.collectives_implementation() != "mpi":
+        return
+    try:
+        settings = _settings.read()
+    except InitializeError as e:  # a bad MPI_COLLECTIVES_* value: every rank meets it alike
+        end_job(str(e).removeprefix("mpi-collectives: "))
+    line = library_settings.set_for_this_process(settings)  # before MPI_Init reads them
+    if line:
+        log(line)
+    jax_setup.init_mpi_or_end_job(settings)
+    rank, size = mpi.rank_size()
+    log(f"a program that started jax.distributed itself: rank {rank}/{size}, SIGTERM, stall report and "
+        "peer watch on")
+    jax_setup.finish_steps(rank, size, settings, str(getattr(state, "coordinator_address", "")))
 
 
 def _tell_local_devices() -> None:
