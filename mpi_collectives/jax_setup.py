@@ -16,7 +16,8 @@ import os
 import sys
 import threading
 
-from . import coordinator, exit_hooks, jax_compat, library_settings, meeting, mpi, narrow_dtypes, peers, stall, tuning
+from . import (coordinator, exit_hooks, jax_compat, library_settings, meeting, mpi, narrow_dtypes, peers,
+               preemption, stall, tuning)
 from . import settings as _settings
 from ._paths import libpath
 from .ending import end_job
@@ -279,6 +280,7 @@ def finish_steps(rank: int, size: int, settings, job: str) -> None:
     # JAX's distributed runtime catches SIGTERM and computes on; a job asked
     # to stop (launcher, scancel, timeout) must stop.
     mpi.stop_on_sigterm(rank, size)
+    preemption.watch_sync_point(rank, size, int(settings.preemption_grace))  # unless it saves on SIGTERM
     if settings.abort_on_exception:
         exit_hooks.abort_on_uncaught_exceptions(rank, size)
     if settings.watch_peers:
@@ -291,8 +293,8 @@ def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None,
                verbose: int = None, trace_dir: str = None, prefixes: str = None, coordinator: str = None,
                port: int = None, interface: str = None, timeout: int = None, abort_on_exception: int = None,
                watch_peers: int = None, exit_timeout: int = None, stall_report: int = None,
-               stall_timeout: int = None, bind_cpus: int = None, mpi_settings: int = None,
-               tuning_file: str = None, keep_memory: int = None) -> Info:
+               stall_timeout: int = None, preemption_grace: int = None, bind_cpus: int = None,
+               mpi_settings: int = None, tuning_file: str = None, keep_memory: int = None) -> Info:
     """Make JAX's CPU collectives run over MPI in this process; call it on every rank,
     before the first JAX computation.
 

@@ -354,6 +354,14 @@ def stop_on_sigterm(rank: int, size: int) -> None:
     _native()[1].mpic_stop_on_sigterm(rank, size)
 
 
+def preemption_grace(rank: int, size: int, grace: int) -> None:
+    """From now on SIGTERM is passed on to JAX's preemption notifier, and the rank is ended only if
+    it has not ended `grace` seconds later (stop_signals.c); called when the program first asks
+    JAX's preemption sync point."""
+    if _native()[1].mpic_preemption_grace(rank, size, grace) != 0:
+        raise OSError("mpi-collectives: the preemption grace could not be armed (a thread could not start)")
+
+
 def end_job(line: str):
     """Print `line` on stderr, quiet this rank's watcher process, give the
     launcher a second to forward the line, then MPI_Abort (when MPI is up) or

@@ -87,6 +87,12 @@ TABLE = {
     "stall_timeout": Setting("MPI_COLLECTIVES_STALL_TIMEOUT", 0, False,
                              "seconds a rank may wait in a collective before the job is ended, with the stall "
                              "report; 0: no limit", (0, WEEK)),
+    "preemption_grace": Setting("MPI_COLLECTIVES_PREEMPTION_GRACE", 60, False,
+                                "seconds a rank asked to stop by SIGTERM may go on when its program asks JAX's "
+                                "preemption sync point (multihost_utils.reached_preemption_sync_point, Orbax's "
+                                "CheckpointManager), to reach it, save and end; a rank still running then is "
+                                "ended with a line. A program that never asks, or 0: SIGTERM ends the rank at "
+                                "once", (0, WEEK)),
     "bind_cpus": Setting("MPI_COLLECTIVES_BIND_CPUS", 1, False,
                          "1: when the ranks on a node all share one CPU set (the launcher bound nothing), each "
                          "rank binds itself and JAX's threads to its own slice of it, whole cores first; a "

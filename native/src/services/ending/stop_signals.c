@@ -5,7 +5,19 @@
  * initialize(), this handler takes its place: one line, this rank's watcher
  * process told to keep quiet, and the rank ends at once with 128 + the
  * signal's number, as a shell reports a death by signal. Everything it does
- * is async-signal-safe; the line is written in advance. */
+ * is async-signal-safe; the line is written in advance.
+ *
+ * Except for a program that asks JAX's preemption sync point
+ * (multihost_utils.reached_preemption_sync_point, as Orbax's CheckpointManager
+ * does at every step): it is told of the signal, as JAX's own handler would
+ * have told it, so that every rank reaches the same step, saves and ends.
+ * A rank that has not ended `grace` seconds later (stuck in a collective,
+ * away from its loop) is ended then, with a line: a thread of ours waits
+ * for that, woken by the handler through a semaphore (sem_post is
+ * async-signal-safe; a timer or SIGALRM would take a signal from the program).
+ * A second SIGTERM ends the rank at once. */
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,12 +29,15 @@
 #include "stop_signals.h"
 
 int mpic_stopping = 0;
-static char line[512], record_head[160];
-static size_t line_len, record_head_len;
+static char line[512], record_head[160], grace_line[640], too_late_line[640];
+static size_t line_len, record_head_len, grace_line_len, too_late_line_len;
+static struct sigaction previous;      /* JAX's handler, which only notes the signal */
+static int grace_seconds;              /* > 0 once the program asks the preemption sync point */
+static int in_grace;
+static sem_t grace_started;
 
-static void on_stop(int sig) {
-  __atomic_store_n(&mpic_stopping, 1, __ATOMIC_SEQ_CST);
-  ssize_t w = write(2, line, line_len);
+static void end_now(const char *text, size_t len, int sig) {
+  ssize_t w = write(2, text, len);
   (void)w;
   mpic_watch_self_quiet();
   mpic_flight_report_from_signal(record_head, record_head_len);
@@ -32,6 +47,65 @@ static void on_stop(int sig) {
   struct timespec pause = {0, 200 * 1000 * 1000};
   nanosleep(&pause, NULL);
   _exit(128 + sig);
+}
+
+static void tell_jax(int sig) {
+  if (previous.sa_flags & SA_SIGINFO) {
+    if (previous.sa_sigaction) previous.sa_sigaction(sig, NULL, NULL);
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler) {
+    previous.sa_handler(sig);
+  }
+}
+
+static void on_stop(int sig) {
+  __atomic_store_n(&mpic_stopping, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&grace_seconds, __ATOMIC_SEQ_CST) > 0 && !__atomic_exchange_n(&in_grace, 1, __ATOMIC_SEQ_CST)) {
+    ssize_t w = write(2, grace_line, grace_line_len);
+    (void)w;
+    tell_jax(sig);
+    sem_post(&grace_started);
+    return;
+  }
+  end_now(line, line_len, sig);
+}
+
+static void *end_after_grace(void *unused) {
+  (void)unused;
+  while (sem_wait(&grace_started) != 0) {
+  }
+  struct timespec grace = {__atomic_load_n(&grace_seconds, __ATOMIC_SEQ_CST), 0};
+  while (nanosleep(&grace, &grace) != 0) {
+  }
+  end_now(too_late_line, too_late_line_len, SIGTERM);
+  return NULL;
+}
+
+/* For Python (mpi_collectives.preemption), the first time the program asks JAX's preemption sync
+ * point: from now on SIGTERM gives this rank `grace` seconds to reach it (0: none). Once only. */
+MPIABI_EXPORT int mpic_preemption_grace(int rank, int size, int grace) {
+  if (grace <= 0 || __atomic_load_n(&grace_seconds, __ATOMIC_SEQ_CST) > 0) return 0;
+  int n = snprintf(grace_line, sizeof grace_line,
+                   "mpi-collectives: rank %d/%d was asked to stop (SIGTERM); its program asks JAX's preemption "
+                   "sync point, so it has %d s to reach it, save and end (MPI_COLLECTIVES_PREEMPTION_GRACE).\n",
+                   rank, size, grace);
+  grace_line_len = n < 0 ? 0 : (size_t)n < sizeof grace_line ? (size_t)n : sizeof grace_line - 1;
+  n = snprintf(too_late_line, sizeof too_late_line,
+               "mpi-collectives: rank %d/%d was asked to stop (SIGTERM) %d s ago and has not ended: it did not "
+               "reach JAX's preemption sync point, or did not finish saving (stuck in a collective, or away from "
+               "its training loop); ending it now. Fix: see where it was in its flight record below; raise "
+               "MPI_COLLECTIVES_PREEMPTION_GRACE if saving takes longer.\n",
+               rank, size, grace);
+  too_late_line_len = n < 0 ? 0 : (size_t)n < sizeof too_late_line ? (size_t)n : sizeof too_late_line - 1;
+  if (sem_init(&grace_started, 0, 0) != 0) return -1;
+  pthread_t t;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  int err = pthread_create(&t, &attr, end_after_grace, NULL);
+  pthread_attr_destroy(&attr);
+  if (err != 0) return -1;
+  __atomic_store_n(&grace_seconds, grace, __ATOMIC_SEQ_CST);
+  return 0;
 }
 
 /* For Python (mpi_collectives.mpi.stop_on_signals), once JAX has set up its own. */
@@ -49,5 +123,8 @@ MPIABI_EXPORT int mpic_stop_on_sigterm(int rank, int size) {
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop;
   sigemptyset(&sa.sa_mask);
-  return sigaction(SIGTERM, &sa, NULL);
+  struct sigaction before;
+  if (sigaction(SIGTERM, &sa, &before) != 0) return -1;
+  if (before.sa_handler != on_stop) previous = before; /* (a second call must not make us JAX's) */
+  return 0;
 }
