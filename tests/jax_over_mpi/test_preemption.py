@@ -46,7 +46,11 @@ def stop(proc, marker):
     Open MPI's mpirun kills its ranks soon after forwarding, so there, as Slurm's --signal does,
     to the ranks themselves."""
     if EXPECTED_FAMILY == "openmpi":
-        pids = subprocess.run(["pgrep", "-f", f"{PROGRAM} .* {marker}"], capture_output=True, text=True).stdout.split()
+        ranks = f"^{re.escape(sys.executable)} {re.escape(PROGRAM)} .*{marker}"  # not mpirun's own line
+        found = subprocess.run(["pgrep", "-f", ranks], capture_output=True, text=True).stdout.split()
+        parent = {pid: open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1] for pid in found}
+        pids = [pid for pid in found if parent[pid] not in found]  # each rank's watcher process is its child
+        assert len(pids) == 2, (found, parent)
         for pid in pids:
             os.kill(int(pid), signal.SIGTERM)
     else:

@@ -165,8 +165,8 @@ def test_ranks_per_node_come_from_the_launcher(environ, ranks):
 PROGRAM = ("import os, mpi_collectives; from mpi_collectives import library_settings as s; "
            "info = mpi_collectives.initialize(); "
            "line = [t for t in info.tunings if t.startswith('mpi-settings')]; "
-           "import sys; sys.stdout.write(f'RANK {info.rank} {line} ' + str({k: os.environ.get(k) "
-           "for v in s.KNOWN.values() for x in v for k in (x.name,) + tuple(x.implies) if k in os.environ}) "
+           "import sys; sys.stdout.write(f'RANK {info.rank} {line} ' + str(dict(sorted((k, os.environ.get(k)) "
+           "for v in s.KNOWN.values() for x in v for k in (x.name,) + tuple(x.implies) if k in os.environ))) "
            "+ chr(10))")
 
 
@@ -194,7 +194,7 @@ def test_each_rank_starts_mpi_with_the_settings_of_its_tuning_file(tmp_path):
                                  settings={variable.name: variable.values[0]}))
     got = launch({"MPI_COLLECTIVES_TUNING_FILE": path})
     shown = f"{variable.name}={variable.values[0]}"
-    expected = {**variable.implies, variable.name: variable.values[0]}
+    expected = dict(sorted({**variable.implies, variable.name: variable.values[0]}.items()))
     for rank, line in enumerate(got):
         assert line == (f"RANK {rank} ['mpi-settings: {shown} (measured by mpi-collectives tune on 2026-11-25)'] "
                         f"{expected}"), got
