@@ -57,6 +57,12 @@ def _make_cluster_env(clusters):
         def get_process_id(cls) -> int:
             return _start_up().rank
 
+        @classmethod
+        def get_local_process_id(cls):
+            # JAX turns this into local_device_ids=[it] (GPU nodes): the GPU gpus.py chose, when one.
+            ids = _start_up().gpu_ids
+            return ids[0] if ids is not None and len(ids) == 1 else None
+
     return MpiCollectivesCluster
 
 

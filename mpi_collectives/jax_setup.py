@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 
-from . import (coordinator, exit_hooks, jax_compat, library_settings, meeting, mpi, narrow_dtypes, peers,
+from . import (coordinator, exit_hooks, gpus, jax_compat, library_settings, meeting, mpi, narrow_dtypes, peers,
                preemption, stall, tuning)
 from . import settings as _settings
 from ._paths import libpath
@@ -190,6 +190,7 @@ class Started:
     tunings: tuple
     devices: int
     settings: object
+    gpu_ids: object = None  # local_device_ids for jax.distributed.initialize (gpus.py), None: JAX's default
     finish_at_backend_start: bool = False  # the cluster environment's start: plain_programs finishes it
 
 
@@ -243,6 +244,8 @@ def _start_up(settings, collectives) -> Started:
     log(f"coordinator {choice.address}, listening on {choice.bind or 'every interface'}")
     # Before JAX creates its backend, whose thread pool takes this thread's CPU set.
     tunings.append(tuning.bind_cpus(rank, size, mpi.allgather, settings.bind_cpus))
+    gpu_ids, line = gpus.decide(rank, size, settings.local_device_ids, mpi.allgather)
+    tunings.append(line)
     tunings = tuple(line for line in tunings if line)
     for line in tunings:
         log(line)
@@ -254,7 +257,7 @@ def _start_up(settings, collectives) -> Started:
     narrow_dtypes.install()  # float16/float8 collectives, which XLA refuses over MPI
     devices = _agree_on_local_devices(rank, size, level)
     return Started(rank=rank, size=size, family=family, level=level, choice=choice, tunings=tunings,
-                   devices=devices, settings=settings, finish_at_backend_start=collectives is None)
+                   devices=devices, settings=settings, finish_at_backend_start=collectives is None, gpu_ids=gpu_ids)
 
 
 def started() -> "Started | None":
@@ -293,8 +296,9 @@ def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None,
                verbose: int = None, trace_dir: str = None, prefixes: str = None, coordinator: str = None,
                port: int = None, interface: str = None, timeout: int = None, abort_on_exception: int = None,
                watch_peers: int = None, exit_timeout: int = None, stall_report: int = None,
-               stall_timeout: int = None, preemption_grace: int = None, bind_cpus: int = None,
-               mpi_settings: int = None, tuning_file: str = None, keep_memory: int = None) -> Info:
+               stall_timeout: int = None, preemption_grace: int = None,
+               local_device_ids: str = None, bind_cpus: int = None, mpi_settings: int = None,
+               tuning_file: str = None, keep_memory: int = None) -> Info:
     """Make JAX's CPU collectives run over MPI in this process; call it on every rank,
     before the first JAX computation.
 
@@ -322,8 +326,9 @@ def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None,
     if rank != 0:
         _coordinator.wait_until_listening(address, float(started.settings.timeout))
     try:
+        gpu = {"local_device_ids": started.gpu_ids} if started.gpu_ids is not None else {}
         jax.distributed.initialize(coordinator_address=address, num_processes=size, process_id=rank,
-                                   initialization_timeout=int(started.settings.timeout),
+                                   initialization_timeout=int(started.settings.timeout), **gpu,
                                    **_coordinator.bind_argument(choice, jax.distributed.initialize))
     except Exception as e:  # JAX's own errors are long; lead with the cause and the fix
         message = (f"rank {rank}/{size} could not join jax.distributed through the coordinator "

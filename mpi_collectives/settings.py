@@ -93,6 +93,10 @@ TABLE = {
                                 "CheckpointManager), to reach it, save and end; a rank still running then is "
                                 "ended with a line. A program that never asks, or 0: SIGTERM ends the rank at "
                                 "once", (0, WEEK)),
+    "local_device_ids": Setting("JAX_LOCAL_DEVICE_IDS", None, False,
+                                "GPUs this process takes, as JAX's own variable and keyword (e.g. 0,1); unset: "
+                                "on a GPU node each rank its local rank's share when the ranks on the node divide "
+                                "the GPUs, as JAX's own start gives", ANY),
     "bind_cpus": Setting("MPI_COLLECTIVES_BIND_CPUS", 1, False,
                          "1: when the ranks on a node all share one CPU set (the launcher bound nothing), each "
                          "rank binds itself and JAX's threads to its own slice of it, whole cores first; a "

@@ -258,8 +258,10 @@ def test_env_markdown_is_the_documentation_table():
                            r"'?info'?, '?doctor'?, '?run'?, '?env'?, '?bench'?, '?tune'?\) \(see `python -m mpi_collectives "
                            r"--help`\)")),
     ([], "mpi-collectives: the following arguments are required: COMMAND (see `python -m mpi_collectives --help`)"),
-    (["bench", "--ranks", "two"], "mpi-collectives: argument --ranks: invalid int value: 'two' "
-                                  "(see `python -m mpi_collectives bench --help`)"),
+    (["bench", "--ranks", "two"], "mpi-collectives: argument --ranks: 'two' is not a count of ranks or a list like "
+                                  "2,4,8,16 (see `python -m mpi_collectives bench --help`)"),
+    (["tune", "--ranks", "1"], "mpi-collectives: argument --ranks: tuning collectives needs at least 2 ranks "
+                               "(see `python -m mpi_collectives tune --help`)"),
     (["bench", "--launcher", "no-such-launcher --mpi=pmi2"],
      "mpi-collectives: the launcher no-such-launcher was not found (not on PATH, or not executable) "
      "(see `python -m mpi_collectives bench --help`)"),
