@@ -1,5 +1,5 @@
-"""MPIABI conformance: tests/programs/conformance_harness.c, a C program with no MPI
-header that loads the wrapper the way MPItrampoline does (dlopen with
+"""MPIABI conformance: tests/programs/conformance_harness.c, C code with no MPI
+header (run inside Python by conformance_runner.py) that loads the wrapper the way MPItrampoline does (dlopen with
 RTLD_DEEPBIND, every function and constant through dlsym), runs a broad set of
 exact checks (point-to-point, probes, every collective, request arrays,
 persistent and generalized requests, datatypes, communicators, user ops,
@@ -13,16 +13,19 @@ import sys
 import pytest
 
 import mpi_collectives  # noqa: F401  (publishes MPI_COLLECTIVES_PREFIXES for the harness)
-from helpers import ROOT, explain, mpirun, wrapper_path
+from helpers import PROGRAMS, ROOT, explain, mpirun, wrapper_path
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    exe = str(tmp_path_factory.mktemp("conformance") / "harness")
-    cmd = ["cc", "-O1", "-Wall", "-I", "native/generated", "-o", exe, "tests/programs/conformance_harness.c", "-ldl"]
+    """The harness as a shared library, run inside Python by conformance_runner.py (which says why:
+    it works whether libpython is shared or static, and whatever the linker's binding default)."""
+    lib = str(tmp_path_factory.mktemp("conformance") / "harness.so")
+    cmd = ["cc", "-O1", "-Wall", "-shared", "-fPIC", "-Dmain=conformance_main", "-I", "native/generated", "-o", lib,
+           "tests/programs/conformance_harness.c", "-ldl"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, "compiling the harness: " + " ".join(cmd) + "\n" + explain(proc)
-    return exe
+    return [sys.executable, os.path.join(PROGRAMS, "conformance_runner.py"), lib]
 
 
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
@@ -34,7 +37,7 @@ def test_conformance(harness, nprocs, tmp_path):
         "MPI_COLLECTIVES_CHECK_SPLITS": "0",
         "CONFORMANCE_GROUPS": "",  # the harness's debugging filter: run everything
     }
-    proc = mpirun(nprocs, [harness, wrapper_path(), str(tmp_path)], env=env, timeout=180)
+    proc = mpirun(nprocs, [*harness, wrapper_path(), str(tmp_path)], env=env, timeout=180)
     message = explain(proc)
     assert proc.returncode == 0, message
     assert "conformance:" in proc.stdout, message
