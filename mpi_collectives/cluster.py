@@ -60,7 +60,11 @@ def _make_cluster_env(clusters):
         @classmethod
         def get_local_process_id(cls):
             # JAX turns this into local_device_ids=[it] (GPU nodes): the GPU gpus.py chose, when one.
-            ids = _start_up().gpu_ids
+            # JAX asks it of every program that leaves local_device_ids unset, its own arguments
+            # (or gloo) included: only a start-up this environment already ran may answer, never start one.
+            from . import jax_setup
+            started = jax_setup.started()
+            ids = started.gpu_ids if started is not None else None
             return ids[0] if ids is not None and len(ids) == 1 else None
 
     return MpiCollectivesCluster

@@ -79,3 +79,26 @@ def test_the_choice_reaches_jax_distributed_initialize():
     assert proc.returncode == 0, explain(proc)
     got = sorted(line for line in proc.stdout.splitlines() if line.startswith("RANK"))
     assert got == [f"RANK {r} [] none" for r in range(2)], explain(proc)
+
+
+GLOO = ("import os, mpi_collectives, jax, sys; os.environ.pop('MPITRAMPOLINE_LIB', None); "
+        "jax.config.update('jax_cpu_collectives_implementation', 'gloo'); "
+        "rank = int(os.environ.get('PMI_RANK') or os.environ['OMPI_COMM_WORLD_RANK']); "
+        "size = int(os.environ.get('PMI_SIZE') or os.environ['OMPI_COMM_WORLD_SIZE']); "
+        "jax.distributed.initialize(f\"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}\", size, rank); "
+        "from mpi_collectives import mpi; n = jax.device_count(); "
+        "sys.stdout.write(f'RANK {rank} devices {n} mpi {mpi.is_initialized()}' + chr(10))")
+
+
+@pytest.mark.jax
+def test_jax_asking_the_local_process_id_starts_nothing(jax_env):
+    """JAX asks every cluster environment for the local process id whenever local_device_ids is
+    unset, even of a program that passes its own coordinator, rank and size: ours answers only
+    from a start-up it already ran, so that a gloo program with the package imported never starts
+    MPI (the bench's gloo path once did)."""
+    proc = run([mpiexec_path(), "-n", "2", sys.executable, "-c", GLOO],
+               env={"MPI_COLLECTIVES_TEST_PORT": jax_env["MPI_COLLECTIVES_TEST_PORT"], "JAX_PLATFORMS": "cpu"},
+               cwd=HERE)
+    assert proc.returncode == 0, explain(proc)
+    got = sorted(line for line in proc.stdout.splitlines() if line.startswith("RANK"))
+    assert got == [f"RANK {r} devices 2 mpi False" for r in range(2)], explain(proc)
