@@ -13,11 +13,15 @@ import uuid
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, PROGRAMS, mpiexec_path
+from helpers import EXPECTED_FAMILY, ONCE, PROGRAMS, mpiexec_path
 from mpi_collectives import launching
 from test_failures import END_WITHIN, finish_job, ready_count, ready_ranks
 
-pytestmark = [pytest.mark.jax, pytest.mark.version_dependent]
+# SIGTERM, the stall report and a killed rank on every family; SIGTERM and the stall report on every jax
+# version too (the plugin hook's path); a rank that finishes early or raises (the same watchers as for
+# initialize(), whose own tests run everywhere) once, on MPICH (CI's budget).
+pytestmark = pytest.mark.jax
+once = pytest.mark.skipif(not ONCE, reason="the same watchers as initialize()'s, tested on every family there")
 PROGRAM = os.path.join(PROGRAMS, "plain_faults.py")
 EXIT_TIMEOUT = 5
 
@@ -38,6 +42,7 @@ def ended(mode, jax_env):
     return out, err, text
 
 
+@pytest.mark.version_dependent
 def test_sigterm_to_the_launcher_ends_a_plain_program(jax_env):
     proc, marker = start("sigterm", jax_env)
     lines = ready_ranks(proc, 2)
@@ -52,6 +57,7 @@ def test_sigterm_to_the_launcher_ends_a_plain_program(jax_env):
             assert f"rank {rank}/2 was asked to stop (SIGTERM" in err, text
 
 
+@pytest.mark.version_dependent
 def test_a_stalled_rank_of_a_plain_program_is_named_with_its_stacks(jax_env):
     start_time = time.monotonic()
     proc, marker = start("stall", jax_env, "8", env={"MPI_COLLECTIVES_STALL_REPORT": "3"})
@@ -63,6 +69,7 @@ def test_a_stalled_rank_of_a_plain_program_is_named_with_its_stacks(jax_env):
     assert "in away_from_the_collective" in err, text
 
 
+@once
 def test_a_rank_of_a_plain_program_that_finishes_early_is_named(jax_env):
     _, err, text = ended("exit", jax_env)
     assert re.search(r"rank\(s\) 1 finished the program while rank 0 has waited \d+ s in MPI", err), text
@@ -74,6 +81,7 @@ def test_a_killed_rank_of_a_plain_program_is_named(jax_env):
     assert re.search(rf"rank 1(/2)? \(pid {pid} on \S+\) ended", err), text
 
 
+@once
 def test_a_rank_of_a_plain_program_that_raises_ends_the_job(jax_env):
     _, err, text = ended("raise", jax_env)
     assert "ValueError: rank 1 fails on purpose" in err, text

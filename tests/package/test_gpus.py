@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from helpers import HERE, explain, mpiexec_path, run
+from helpers import HERE, ONCE, explain, mpiexec_path, run
 
 from mpi_collectives import gpus
 from mpi_collectives.errors import InitializeError
@@ -91,6 +91,8 @@ GLOO = ("import os, mpi_collectives, jax, sys; os.environ.pop('MPITRAMPOLINE_LIB
 
 
 @pytest.mark.jax
+@pytest.mark.skipif(not ONCE, reason="JAX's question and our cluster environment's answer do not depend on the "
+                    "MPI family: runs once, in the mpich configuration")
 def test_jax_asking_the_local_process_id_starts_nothing(jax_env):
     """JAX asks every cluster environment for the local process id whenever local_device_ids is
     unset, even of a program that passes its own coordinator, rank and size: ours answers only
