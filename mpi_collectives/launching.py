@@ -6,6 +6,7 @@ a timeout that ends the whole job.
 This module imports nothing but the standard library, so that scripts and
 test programs can load it without importing the package (see standalone.py).
 """
+import errno
 import os
 import signal
 import socket
@@ -34,8 +35,42 @@ def mpiexec_path() -> str:
     return os.path.join(os.path.dirname(sys.executable), "mpiexec")
 
 
+def _ephemeral_range() -> tuple:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = map(int, f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+def _free(port: int) -> bool:
+    """Nothing listens on `port` on any interface, IPv4 or IPv6 (JAX's coordinator binds [::])."""
+    for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.bind((address, port))
+        except OSError as e:
+            if family == socket.AF_INET6 and e.errno in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
+                continue  # no IPv6 on this host
+            return False
+    return True
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A port nothing listens on, for a coordinator the launching side chooses, taken from below the
+    kernel's ephemeral range: a launcher started right after (Open MPI's prterun, its daemons) binds
+    ephemeral ports of its own and once took the one chosen here before JAX's coordinator could
+    (CI, openmpi configuration: "Failed to add port to server")."""
+    import random
+
+    low, _ = _ephemeral_range()
+    candidates = list(range(max(1024, low - 12000), low))
+    random.shuffle(candidates)
+    for port in candidates[:200]:
+        if _free(port):
+            return port
+    with socket.socket() as s:  # everything tried is taken: the kernel's choice, as before
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
