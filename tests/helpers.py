@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -57,6 +58,24 @@ def run(cmd, env=None, timeout=LAUNCH_TIMEOUT, cwd=None):
 
 def mpirun(n, args, env=None, timeout=LAUNCH_TIMEOUT):
     return run([mpiexec_path(), "-n", str(n)] + list(args), env=env, timeout=timeout)
+
+
+def read_until(proc, enough, timeout=120):
+    """A running job's stdout, read as it comes until enough(lines) or the timeout; the lines read.
+    Reads the pipe's bytes itself: a text readline() may take several lines into its buffer at once
+    (Open MPI's launcher forwards them in one chunk), and select() on the pipe then no longer sees
+    them. The launcher may splice one rank's line into another's: test the joined text."""
+    import select
+    fd, lines, pending = proc.stdout.fileno(), [], b""
+    deadline = time.monotonic() + timeout
+    while not enough(lines) and time.monotonic() < deadline:
+        if select.select([fd], [], [], 1)[0]:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            *complete, pending = (pending + chunk).split(b"\n")
+            lines += [line.decode(errors="replace") + "\n" for line in complete]
+    return lines + ([pending.decode(errors="replace")] if pending else [])
 
 
 def explain(proc):

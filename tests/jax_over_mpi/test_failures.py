@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, PROGRAMS, mpiexec_path
+from helpers import EXPECTED_FAMILY, PROGRAMS, mpiexec_path, read_until
 from mpi_collectives import launching
 
 PROGRAM = os.path.join(PROGRAMS, "failures.py")
@@ -144,22 +144,8 @@ def ready_count(lines):
 
 
 def ready_ranks(proc, n, timeout=90):
-    """Read the job's stdout until n ranks said READY; the lines read. Reads the pipe's bytes
-    itself: a text readline() may take several lines into its buffer at once (Open MPI's
-    launcher forwards them in one chunk), and select() on the pipe then no longer sees them."""
-    import select
-    fd = proc.stdout.fileno()
-    lines, pending, deadline = [], b"", time.monotonic() + timeout
-    while ready_count(lines) < n and time.monotonic() < deadline:
-        if select.select([fd], [], [], 1)[0]:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            *complete, pending = (pending + chunk).split(b"\n")
-            lines += [line.decode(errors="replace") + "\n" for line in complete]
-    if pending:
-        lines.append(pending.decode(errors="replace"))
-    return lines
+    """Read the job's stdout until n ranks said READY; the lines read."""
+    return read_until(proc, lambda lines: ready_count(lines) >= n, timeout)
 
 
 @pytest.mark.jax

@@ -7,7 +7,6 @@ for programs that start jax.distributed with their own arguments.
 tests/programs/preemption.py is the loop."""
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import uuid
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, ONCE, PROGRAMS, mpiexec_path
+from helpers import EXPECTED_FAMILY, ONCE, PROGRAMS, mpiexec_path, read_until
 from mpi_collectives import launching
 from test_failures import finish_job
 
@@ -44,20 +43,6 @@ def start(backend, mode, jax_env, save_dir, env=None):
 
 def steps_seen(lines):
     return len(re.findall(r"STEP \d+ \d+", "".join(lines)))
-
-
-def read_until(proc, enough, timeout=120):
-    """The job's stdout, read as it comes until enough(lines) (the launcher may splice lines)."""
-    fd, lines, pending = proc.stdout.fileno(), [], b""
-    deadline = time.monotonic() + timeout
-    while not enough(lines) and time.monotonic() < deadline:
-        if select.select([fd], [], [], 1)[0]:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            *complete, pending = (pending + chunk).split(b"\n")
-            lines += [line.decode(errors="replace") + "\n" for line in complete]
-    return lines + ([pending.decode(errors="replace")] if pending else [])
 
 
 def stop(proc, marker):
