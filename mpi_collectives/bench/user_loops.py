@@ -43,15 +43,15 @@ def psum_kept(jax, mesh, rank, sizes, calls_for) -> dict:
     from jax.sharding import NamedSharding, PartitionSpec as P
 
     from ..jax_compat import process_local_array, shard_map
+    from .worker import expected, rank_input
 
     size = jax.process_count()
     f = jax.jit(shard_map()(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
     out = {}
     for nbytes in [n for n in sizes if n >= 65536]:
         count = nbytes // 4
-        local = (np.arange(count) % 13 + rank).astype(np.float32)[None]
-        x = process_local_array(NamedSharding(mesh, P("x")), local)
-        want = sum((np.arange(count) % 13 + r).astype(np.float32) for r in range(size))
+        x = process_local_array(NamedSharding(mesh, P("x")), rank_input(count, rank)[None])
+        want = expected("all-reduce", count, rank, size)
         state = {"y": f(x)}
         if not np.array_equal(np.asarray(state["y"].addressable_data(0))[0], want):
             raise SystemExit(f"mpi-collectives bench: WRONG result: psum-kept {nbytes} B on rank {rank}")
