@@ -288,7 +288,7 @@ def finish_steps(rank: int, size: int, settings, job: str) -> None:
         exit_hooks.abort_on_uncaught_exceptions(rank, size)
     if settings.watch_peers:
         peers.watch(rank, size, float(settings.exit_timeout), job)
-    stall.watch(rank, size, float(settings.stall_report), float(settings.stall_timeout))
+    stall.watch(rank, size, float(settings.stall_report), float(settings.stall_timeout), job)
 
 
 def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None, any_thread: int = None,

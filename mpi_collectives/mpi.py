@@ -404,3 +404,9 @@ def flight_record() -> str:
     out = ffi.new("char[]", 16384)
     lib.mpic_flight_record(out, 16384)
     return ffi.string(out).decode(errors="replace")
+
+
+def liveness_listen(address: str, rank: int) -> int:
+    """Answer other hosts' "are you there?" on `address` from a C thread (services/ending/liveness.c);
+    the port, or -1 when it cannot listen there."""
+    return int(_native()[1].mpic_liveness_listen(address.encode(), rank))

@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 
-from . import mpi
+from . import liveness, mpi
 from .ending import end_job
 
 _PREFIX = "mpi_collectives/stall/"
@@ -94,8 +94,8 @@ def _collective(sig: int, comm: int, seq: int) -> str:
 
 
 class Watch:
-    def __init__(self, rank: int, size: int, report_after: float, limit: float):
-        self.rank, self.size = rank, size
+    def __init__(self, rank: int, size: int, report_after: float, limit: float, hosts: liveness.Table):
+        self.rank, self.size, self.hosts = rank, size, hosts
         self.report_after, self.limit = report_after, limit
         self.host = socket.gethostname()
         self.stop = threading.Event()
@@ -113,11 +113,14 @@ class Watch:
     def _run(self):
         last_key, held_since, state = None, None, None
         next_report = self.report_after
-        while not self.stop.wait(1.0):
-            now = time.monotonic()
+        first_check = min([liveness.CHECK_AFTER] + [x / 2 for x in (self.report_after, self.limit) if x > 0])
+        next_check, pause = first_check, 1.0
+        while not self.stop.wait(pause):
+            now, pause = time.monotonic(), 1.0
             waiting, current, key = self._sample(now)
             if key != last_key:
                 last_key, held_since, state, next_report = key, now, None, self.report_after
+                next_check = first_check
                 continue
             sig, comm, seq, started = current if current else (0, -1, 0, held_since)
             started = min(started, held_since)
@@ -127,6 +130,14 @@ class Watch:
             held = now - started
             if held >= min(x for x in (self.report_after, self.limit) if x > 0) / 2:
                 self._answer_requests(state)
+            if waiting and held >= next_check:
+                self._check_hosts(state, held)
+                next_check *= 2
+            elif waiting and next_check - held < 1.0:
+                # On the dot, not at this thread's next sample: every rank waiting in this collective
+                # then checks at the same moment and ends with its own line, before the first one's
+                # abort reaches it.
+                pause = max(0.01, next_check - held)
             if waiting and self.report_after > 0 and held >= next_report:
                 self._report(state, held)
                 next_report *= 2
@@ -190,6 +201,28 @@ class Watch:
         sys.stderr.write(text + record)
         sys.stderr.flush()
 
+    # ---- a host lost: liveness.py ----
+    def _check_hosts(self, mine: State, held: float):
+        members = [] if mpi.describe(mine.sig) in SPLIT_KINDS or not mine.sig else mpi.members(mine.comm)
+        members = members or list(range(self.size))
+        silent = liveness.silent_hosts(self.hosts, members)
+        if not silent:
+            return
+        what = _collective(mine.sig, mine.comm, mine.seq)
+        others = self.hosts.hosts_of(members)
+        named = "; ".join(f"{host} (rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks[:8]))}"
+                          f"{' ...' if len(ranks) > 8 else ''})" for host, ranks in silent[:8])
+        if len(silent) == len(others) and len(others) > 1:
+            who = (f"no other host answers over the network within {liveness.ANSWER_TIMEOUT:.0f} s ({named}): "
+                   f"this host ({self.host}) has most likely lost its network")
+        else:
+            who = (f"{named} {'does' if len(silent) == 1 else 'do'} not answer over the network within "
+                   f"{liveness.ANSWER_TIMEOUT:.0f} s: the host is cut off or stopped (a link down, the node "
+                   f"frozen or powered off)")
+        end_job(f"rank {self.rank}/{self.size} on {self.host} has waited {held:.0f} s in {what}; {who}. Ending "
+                f"the whole job, which cannot finish without it. Fix: check that host (its link, its state) and "
+                f"start again from the last checkpoint on hosts that answer")
+
     # ---- the report ----
     def _states(self, client) -> dict:
         states = {}
@@ -246,6 +279,12 @@ class Watch:
                     f"(MPI_COLLECTIVES_STALL_TIMEOUT={self.limit:.0f}); {who}. Ending the whole job. Fix: see "
                     f"the missing ranks' stacks above for where they are (a rank-dependent branch, a deadlock, "
                     f"a slow read), or raise MPI_COLLECTIVES_STALL_TIMEOUT if they are only slow")
+        if missing and what in SPLIT_KINDS:
+            # XLA's MPI_Comm_split of the world, or the device groups' exchange, needs every process:
+            # a program over part of the mesh never gets past it over MPI (docs/devices.md, Limits).
+            who += (" (if they do not run this program at all, a collective over part of the mesh, it can "
+                    "never start over MPI: every process must run every program with a collective; see "
+                    "the Limits in docs/devices.md)")
         return (f"stall: rank {self.rank}/{self.size} has waited {held:.0f} s in {what}; {who}. Their Python "
                 f"stacks follow. The job goes on; MPI_COLLECTIVES_STALL_TIMEOUT=S ends it after S s, "
                 f"MPI_COLLECTIVES_STALL_REPORT=0 silences this")
@@ -257,9 +296,11 @@ class Watch:
         self.stop.set()
 
 
-def watch(rank: int, size: int, report_after: float, limit: float) -> None:
-    """Start this rank's stall watcher (once; initialize()'s finish step calls it)."""
+def watch(rank: int, size: int, report_after: float, limit: float, job: str) -> None:
+    """Start this rank's stall watcher (once; initialize()'s finish step calls it). `job`: the
+    coordinator's address, toward which this rank listens for liveness checks. Every rank calls
+    it alike: it makes one allgather (liveness.start)."""
     global _WATCH
     if _WATCH is None and size > 1 and (report_after > 0 or limit > 0):
-        _WATCH = Watch(rank, size, report_after, limit)
+        _WATCH = Watch(rank, size, report_after, limit, liveness.start(rank, size, job))
         _WATCH.start()

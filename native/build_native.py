@@ -32,6 +32,7 @@ WRAPPER_API = """
     int mpic_is_up(void);
     int mpic_stop_on_sigterm(int rank, int size);
     int mpic_preemption_grace(int rank, int size, int grace);
+    int mpic_liveness_listen(const char *address, int rank);
     int mpic_thread_policy_value(void);
     int mpic_set_local_devices(int n);
     int mpic_max_local_devices(void);

@@ -9,8 +9,10 @@ Which family runs what (CI runs every family; each sets the cluster up once):
              seen from outside
     openmpi  Open MPI's mpirun across hosts through ssh, the coordinator seen from outside
     impi     Intel MPI's mpiexec across hosts through ssh, the same
-    each     ranks on two hosts that disagree about a collective (mismatch.py), through
-             the family's own launcher over ssh
+    each     ranks on two hosts that disagree about a collective (mismatch.py), and a host
+             lost mid-job (its link cut at the switch, or every process on it stopped),
+             through the family's own launcher over ssh; mpich once more with the stall
+             settings at their defaults
 The standard-ABI configuration adds nothing here (the same mpich wheel).
 
 Node1 holds rank 0 in every job; its host name resolves to 127.0.1.1 on
@@ -20,6 +22,7 @@ not reach: the coordinator must still be found on eth0, and listen there only.
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -400,3 +403,112 @@ def test_ranks_on_two_hosts_that_disagree_get_no_number(cluster, mode):
     assert proc.returncode != 0, text
     assert "RESULT" not in proc.stdout, "a value reached Python\n" + text
     assert f"the ranks disagree about a collective: {DISAGREEMENTS[mode]}" in proc.stderr, text
+
+
+# ---- a host lost while the job runs (mpi_collectives/liveness.py)
+
+LOST_AFTER = 180  # s: every surviving rank must have ended by then
+
+
+def cut_off(c, host, fault):
+    """Take `host` off the job as a cluster sees it: its link down at the switch (no RST, no FIN),
+    or every process on it stopped (the daemons of the simulated cluster excepted, so that later
+    tests still have Slurm). Returns what undoes it."""
+    if fault == "link":
+        port = f"v{c.host(host).index}"
+        subprocess.run(["ip", "-n", c.bridge_ns, "link", "set", port, "down"], check=True)
+
+        def reconnect():
+            subprocess.run(["ip", "-n", c.bridge_ns, "link", "set", port, "up"], check=True)
+            for h in c.hosts:  # addresses that failed to resolve while it was down are tried afresh
+                subprocess.run(["ip", "-n", h.netns, "neigh", "flush", "all"], check=False)
+            probe = "import socket,sys\ntry: socket.create_connection((sys.argv[1], 9), timeout=1)\n" \
+                    "except ConnectionRefusedError: sys.exit(0)\nexcept OSError: sys.exit(1)"
+            deadline = time.monotonic() + 30
+            while subprocess.run(c.command(host, [PY, "-c", probe, NODE1])).returncode != 0:
+                assert time.monotonic() < deadline, f"{host} does not reach node1 again after its link came back"
+                time.sleep(0.5)
+        return reconnect
+    daemons = {p.pid for _, p in c.daemons}
+    stopped = [pid for pid in c.processes(c.host(host)) if pid not in daemons]
+    for pid in stopped:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+
+    def undo():
+        for pid in stopped:
+            try:
+                os.kill(pid, signal.SIGKILL)  # a stopped process takes SIGKILL; nothing of the job may go on
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    return undo
+
+
+def running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("fault,defaults", [("link", False), ("freeze", False)] +
+                         ([("link", True)] if WHEEL == "mpich" else []))
+def test_a_host_lost_while_the_job_runs_is_named_by_every_other_rank(cluster, fault, defaults):
+    """Three hosts, a rank each, the family's own launcher through ssh, psums in a loop, each result
+    checked. node2 is cut off (its link down at the switch) or frozen (every process on it
+    stopped): ranks 0 and 2 each end within LOST_AFTER s, each with a line naming node2 and rank 1,
+    and no wrong result ever reaches Python. `defaults`: the stall report's settings at their
+    defaults (the first check after 30 s of one wait), else a report time of 10 s (5 s)."""
+    launch, env = cluster.ssh_launch(WHEEL, os.path.dirname(BIN), ["node1", "node2", "node3"])
+    marker = f"mpic-lost-{uuid.uuid4().hex}"
+    env = dict(os.environ, **shim_env(cluster), **env, MPI_COLLECTIVES_INIT_TIMEOUT="60")
+    env.pop("MPITRAMPOLINE_LIB", None)
+    env.pop("JAX_CPU_COLLECTIVES_IMPLEMENTATION", None)
+    if not defaults:
+        env["MPI_COLLECTIVES_STALL_REPORT"] = "10"
+    cmd = cluster.command("node1", launch + ["-n", "3", PY, os.path.join(PROGRAMS, "failures.py"), "lost", marker],
+                          cwd=HERE)
+    proc = launching.start(cmd, env=env)
+    out, err = [], []
+    readers = [threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True),
+               threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)]
+    for reader in readers:
+        reader.start()
+    undo, ended = None, {}
+    try:
+        deadline = time.monotonic() + LAUNCH_TIMEOUT
+        while len(re.findall(r"READY rank \d pid \d+", "".join(out))) < 3:
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(out + err)[-6000:]
+            time.sleep(0.2)
+        pids = {int(r): int(p) for r, p in re.findall(r"READY rank (\d) pid (\d+)", "".join(out))}
+        time.sleep(2)  # well inside the loop of psums
+        undo = cut_off(cluster, "node2", fault)
+        cut = time.monotonic()
+        while time.monotonic() - cut < LOST_AFTER and len(ended) < 2:
+            for r in (0, 2):
+                if r not in ended and not running(pids[r]):
+                    ended[r] = time.monotonic() - cut
+            time.sleep(0.5)
+    finally:
+        if proc.poll() is None:
+            time.sleep(3)  # the launcher forwards the last lines
+        if proc.poll() is None:  # a launcher still waiting for the lost host's ranks
+            launching.end(proc)
+        proc.wait()
+        if undo:
+            undo()
+        for reader in readers:
+            reader.join(5)
+    text = f"ended after the cut: {ended}, launcher exit {proc.returncode}\n{''.join(out)[-3000:]}\n" \
+           f"{''.join(err)[-6000:]}"
+    print(f"{fault}{' (defaults)' if defaults else ''}: {text.splitlines()[0]}")
+    assert sorted(ended) == [0, 2], text
+    assert proc.returncode != 0, text
+    assert "WRONG" not in "".join(out) and "UNEXPECTED" not in "".join(out), text
+    for r, host in ((0, "node1"), (2, "node3")):
+        assert re.search(rf"rank {r}/3 on {host} has waited \d+ s in .*node2 \(rank 1\) does not answer over the "
+                         rf"network within 10 s: the host is cut off or stopped", "".join(err)), text

@@ -9,6 +9,8 @@ enter) a collective, in the way argv[1] names:
     exit_first  sys.exit(0) right after initialize(), before any collective
               (the others wait for it in JAX's start-up exchange, not in MPI)
     sigterm   nobody fails; every rank computes until the launcher is stopped
+    lost      every rank runs psums, each result checked, until a test cuts a host
+              off or freezes it ("WRONG" if a result is ever wrong)
 
 Every rank prints "READY rank R pid P" first, so that a test can match a
 launcher's PID to a rank. argv[2] is a marker that only lets the test find
@@ -54,6 +56,15 @@ if mode == "none":
     for _ in range(3000):  # a few seconds: long enough to overlap another job failing
         psum(x).block_until_ready()
     print(f"DONE rank {info.rank}", flush=True)
+    sys.exit(0)
+
+if mode == "lost":
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        got = psum(x).addressable_data(0)
+        if not np.all(np.asarray(got) == info.size):
+            print(f"WRONG rank {info.rank}: a psum returned {np.asarray(got).ravel()[:4]}", flush=True)
+    print(f"UNEXPECTED rank {info.rank} still running after 240 s", flush=True)
     sys.exit(0)
 
 deadline = time.monotonic() + 120
