@@ -4,7 +4,7 @@ Registered under the `jax_plugins` entry-point group (pyproject.toml): JAX
 imports this module in every program, when its backends start
 (jax._src.xla_bridge.discover_pjrt_plugins), and calls initialize(). It does
 nothing unless the program asked for JAX's CPU collectives over MPI; then
-mpi_collectives.plain_programs gives a program that set JAX up itself what
+mpi_collectives.integration.plain_programs gives a program that set JAX up itself what
 mpi_collectives.initialize() would have (float16 rules, several CPU devices
 per process).
 
@@ -28,5 +28,5 @@ def _collectives_over_mpi() -> bool:
 
 def initialize() -> None:
     if _collectives_over_mpi():
-        from mpi_collectives import plain_programs
+        from mpi_collectives.integration import plain_programs
         plain_programs.at_backend_start()

@@ -21,7 +21,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 # Rank and size from the launcher (MPICH/Intel MPI hydra, Open MPI, Slurm), as an
-# existing script reads them (mpi_collectives.launchers.launcher_rank_size() does the same).
+# existing script reads them (mpi_collectives.base.launchers.launcher_rank_size() does the same).
 env = os.environ
 rank = int(env.get("PMI_RANK") or env.get("OMPI_COMM_WORLD_RANK") or env.get("SLURM_PROCID") or 0)
 size = int(env.get("PMI_SIZE") or env.get("OMPI_COMM_WORLD_SIZE") or env.get("SLURM_NTASKS") or 1)

@@ -68,7 +68,7 @@ for i in range(args.steps):
               flush=True)
 
 local = {k: np.asarray(v.addressable_data(0)) for k, v in params.items()}
-mpi_collectives.host.assert_equal(local, "parameters differ between ranks")
+mpi_collectives.services.host.assert_equal(local, "parameters differ between ranks")
 if not loss < 0.5 * first:
     raise SystemExit(f"rank {info.rank}: the loss did not fall ({first:.4f} -> {loss:.4f})")
 if info.rank == 0:

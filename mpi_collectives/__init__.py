@@ -7,11 +7,26 @@
 The native layer (mpi_collectives._mpiabi) is the MPIABI wrapper that jaxlib's
 bundled MPItrampoline loads through MPITRAMPOLINE_LIB; importing this package
 sets that variable (jaxlib reads it when `import jax` first loads it).
+
+The package's floors, top first; a module imports only from its own floor or
+below (scripts/package_layers.py checks; docs/design.md has the map):
+
+    __main__.py    the command line
+    tools/         doctor, the bench, launching jobs: the command line's, the
+                   scripts' and the tests'; a user's program never loads it
+    __init__.py    this public API
+    integration/   JAX over MPI: initialize() (jax_setup.py), programs that
+                   start JAX themselves, the cluster environment, prepare(),
+                   narrow dtypes, GPUs per rank, preemption, jax versions
+    services/      the job's services: coordinator and meeting, the watchers
+                   (peers, stall, liveness, exit hooks), tunings, host helpers
+    base/          the door to the native layer (mpi.py over _mpiabi),
+                   settings, errors, log, ending a job, launchers, versions
 """
 import os
 import sys
 
-from ._paths import libpath, publish_search_prefixes
+from .base._paths import libpath, publish_search_prefixes
 
 __version__ = "0.1.0"
 
@@ -31,13 +46,13 @@ def _prepare_environment() -> None:
 
 _prepare_environment()
 
-from . import cluster as _cluster  # noqa: E402
+from .integration import cluster as _cluster  # noqa: E402
 
 _cluster.register()
 
-from .communicators import prepare  # noqa: E402
-from .jax_setup import Info, InitializeError, initialize  # noqa: E402
-from .host import (  # noqa: E402
+from .integration.communicators import prepare  # noqa: E402
+from .integration.jax_setup import Info, InitializeError, initialize  # noqa: E402
+from .services.host import (  # noqa: E402
     allreduce, assert_equal, barrier, broadcast_one_to_all, process_allgather, sync_global_devices)
 
 __all__ = ["initialize", "prepare", "Info", "InitializeError", "libpath", "broadcast_one_to_all",

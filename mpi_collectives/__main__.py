@@ -21,7 +21,7 @@ import runpy
 import sys
 
 from . import __version__
-from ._paths import libpath
+from .base._paths import libpath
 
 COMMANDS = ("libpath", "info", "doctor", "run", "env", "bench", "tune")
 
@@ -41,7 +41,7 @@ class Parser(argparse.ArgumentParser):
 
 def versions() -> dict:
     """The versions a first question asks for, read without importing jax."""
-    from .versions import installed
+    from .base.versions import installed
 
     return {"mpi_collectives": __version__, "jax": installed("jax"), "jaxlib": installed("jaxlib"),
             "python": f"{platform.python_version()} ({sys.executable})"}
@@ -49,7 +49,7 @@ def versions() -> dict:
 
 def native_info() -> dict:
     """What the native layer found when it was loaded in this process."""
-    from . import mpi
+    from .base import mpi
 
     info = {
         "wrapper": libpath(),
@@ -70,7 +70,8 @@ def native_info() -> dict:
 
 def tunings_initialize_would_apply(rank: int, size: int) -> list:
     """tuning.py's decisions for this rank, under the current settings, without applying them."""
-    from . import library_settings, mpi, settings, tuning
+    from .services import library_settings, tuning
+    from .base import mpi, settings
 
     chosen = settings.read()
     kept = tuning.keep_freed_memory(chosen.keep_memory, apply=False)
@@ -88,7 +89,7 @@ def cmd_info(args) -> int:
     info = native_info()
     info.update(versions())
     if info["family"] != "none" and args.init:
-        from . import mpi
+        from .base import mpi
         info["thread_level"] = mpi.thread_level_name(mpi.init())
         info["rank"], info["size"] = mpi.rank_size()
         info["tunings"] = tunings_initialize_would_apply(info["rank"], info["size"])
@@ -104,7 +105,7 @@ def cmd_info(args) -> int:
                 value = "; ".join(value)
             print(f"{key:20s} {value}")
     if info["family"] == "none":
-        from . import mpi
+        from .base import mpi
         print("mpi-collectives: " + mpi.not_loaded_message(), file=sys.stderr)
         return 1
     return 0
@@ -133,7 +134,7 @@ def cmd_run(args) -> int:
     elif not os.path.exists(args.target):
         raise RuntimeError(f"mpi-collectives: run: no such script {args.target} (from {os.getcwd()})")
     if args.initialize:
-        from .jax_setup import initialize
+        from .integration.jax_setup import initialize
         initialize()
     sys.argv = [args.target] + args.args
     try:
@@ -149,8 +150,8 @@ def cmd_run(args) -> int:
 
 def env_rows() -> list:
     """[(variable, value in force, where it comes from, problem or None)] for every setting."""
-    from . import settings
-    from ._paths import search_prefixes
+    from .base import settings
+    from .base._paths import search_prefixes
 
     rows = []
     for name, row in settings.TABLE.items():
@@ -170,7 +171,7 @@ def env_rows() -> list:
 
 
 def cmd_env(args) -> int:
-    from .settings import TABLE, _allowed_text, markdown_table
+    from .base.settings import TABLE, _allowed_text, markdown_table
     if args.markdown:
         print(markdown_table())
         return 0
@@ -191,7 +192,7 @@ def cmd_env(args) -> int:
 
 
 def cmd_doctor(args) -> int:
-    from .doctor import doctor
+    from .tools.doctor import doctor
     return doctor()
 
 
@@ -239,11 +240,11 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None
     try:
-        if command == "bench":  # its own options: mpi_collectives.bench.run
-            from .bench.run import main as bench
+        if command == "bench":  # its own options: mpi_collectives.tools.bench.run
+            from .tools.bench.run import main as bench
             return bench(argv[1:], prog=f"{_prog()} bench", parser_class=Parser)
-        if command == "tune":  # its own options: mpi_collectives.bench.tune
-            from .bench.tune import main as tune
+        if command == "tune":  # its own options: mpi_collectives.tools.bench.tune
+            from .tools.bench.tune import main as tune
             return tune(argv[1:], prog=f"{_prog()} tune", parser_class=Parser)
         args = parser().parse_args(argv)
         return {"libpath": cmd_libpath, "info": cmd_info, "run": cmd_run, "env": cmd_env,

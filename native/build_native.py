@@ -16,7 +16,7 @@ REL = os.path.relpath(HERE)
 
 # The wrapper's own functions that Python calls (entry/python_api.c, and the
 # watchers' and stop signal's own in services/ending/, base/loader.c's
-# message), through mpi_collectives/mpi.py only; mpiabi.h declares the
+# message), through mpi_collectives/base/mpi.py only; mpiabi.h declares the
 # MPIABI ones, so C needs only these.
 WRAPPER_API = """
     const char *mpic_family_name(void);

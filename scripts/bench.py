@@ -7,7 +7,7 @@
 Each family runs `python -m mpi_collectives bench` from its own venv, which
 writes docs/benchmarks/<family>.json and .png and prints its table. A full
 run then writes docs/benchmarks/README.md and the results section of
-docs/benchmarks.md from every JSON file there (mpi_collectives.bench.summary).
+docs/benchmarks.md from every JSON file there (mpi_collectives.tools.bench.summary).
 """
 import argparse
 import os
@@ -39,7 +39,7 @@ def main():
                                   "--out", out + ".json", "--plot", out + ".png"] + rest,
                                  env=env, cwd=args.out_dir).returncode
     if status == 0 and venv and "--smoke" not in rest:
-        status = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "mpi_collectives.bench.summary",
+        status = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "mpi_collectives.tools.bench.summary",
                                  args.out_dir, "--readme", os.path.join(ROOT, "docs", "benchmarks.md")],
                                 env=env, cwd=args.out_dir).returncode
     return status

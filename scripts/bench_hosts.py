@@ -8,7 +8,7 @@ for every MPI family asked for. Needs root (namespaces).
 
 Each family writes docs/benchmarks/across-hosts/<family>.json and .png; a
 full run then writes that folder's README.md and the across-hosts block of
-docs/benchmarks.md (mpi_collectives.bench.summary --block bench-hosts-results).
+docs/benchmarks.md (mpi_collectives.tools.bench.summary --block bench-hosts-results).
 
 The hosts share this machine's cores (with --core-per-host, each has one of
 its own), its memory and its kernel's network stack: a round trip between
@@ -77,7 +77,7 @@ def main():
     finally:
         cluster.stop()
     if status == 0 and venv and not args.smoke:
-        status = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "mpi_collectives.bench.summary",
+        status = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "mpi_collectives.tools.bench.summary",
                                  args.out_dir, "--readme", os.path.join(ROOT, "docs", "benchmarks.md"),
                                  "--block", "bench-hosts-results"], cwd=args.out_dir).returncode
     return status

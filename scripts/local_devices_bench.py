@@ -33,7 +33,7 @@ def worker(backend):
     import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-    from mpi_collectives.jax_compat import shard_map
+    from mpi_collectives.integration.jax_compat import shard_map
     devices = np.array(sorted(jax.devices(), key=lambda d: (d.process_index, d.id)))
     D = len(devices)
     mesh = Mesh(devices, ("x",))

@@ -1,4 +1,4 @@
-"""What a float16 psum over MPI costs (mpi_collectives/narrow_dtypes.py reduces
+"""What a float16 psum over MPI costs (mpi_collectives/integration/narrow_dtypes.py reduces
 it in float32) against a float32 psum of the same element count, and against
 gloo's float16 psum. Run under mpiexec, in a venv with this package:
 

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from helpers import free_port, wrapper_path
-from mpi_collectives import launching
+from mpi_collectives.tools import launching
 
 # For every launch of the suite, Open MPI's included.
 launching.allow_open_mpi_anywhere(os.environ)

@@ -4,7 +4,7 @@ are, and launching with a timeout.
 Multi-rank tests start `mpiexec` themselves (from the same installation as
 the running Python, so the MPI under test is the one the venv holds), each
 launch with a timeout so that a hang fails the test instead of CI. The
-launching itself is the package's (mpi_collectives/launching.py), which the
+launching itself is the package's (mpi_collectives/tools/launching.py), which the
 scripts and the bench use too.
 """
 import json
@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from mpi_collectives import launching
-from mpi_collectives.launching import free_port, mpiexec_path  # noqa: F401  (for the test files)
+from mpi_collectives.tools import launching
+from mpi_collectives.tools.launching import free_port, mpiexec_path  # noqa: F401  (for the test files)
 
 HERE = os.path.dirname(os.path.abspath(__file__))  # tests/: the cwd that keeps the installed package first
 ROOT = os.path.dirname(HERE)

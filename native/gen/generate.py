@@ -7,8 +7,8 @@ Input:
   native/abi/<family>_constants.txt   each ABI family's values of them (extract_abi.py)
   native/gen/treatment.txt            how the wrapper treats each function (ours)
   native/gen/mpiabi_types.h           the MPIABI C types (ours)
-  mpi_collectives/launchers.py        the launchers' environment variables (ours, shared with Python)
-  mpi_collectives/settings.py         the settings table (ours, shared with Python)
+  mpi_collectives/base/launchers.py        the launchers' environment variables (ours, shared with Python)
+  mpi_collectives/base/settings.py         the settings table (ours, shared with Python)
 
 Output (native/generated/), each included by a hand-written file of native/src/:
   mpiabi.h                 the MPIABI interface as jaxlib sees it: types, constants,
@@ -28,7 +28,7 @@ Output (native/generated/), each included by a hand-written file of native/src/:
                            for that family (src/families/<family>.c)
   launchers.inc            the launcher table (src/base/launcher_env.c)
   settings.h, settings.inc the settings the native layer reads: the rows of
-                           mpi_collectives/settings.py marked native (src/base/settings.c)
+                           mpi_collectives/base/settings.py marked native (src/base/settings.c)
 
     python native/gen/generate.py [--check]
 """
@@ -188,15 +188,15 @@ def constant_decl(name):
 
 
 def read_table(module):
-    """mpi_collectives/<module>.py, loaded by path as a module of a stand-in
+    """mpi_collectives/base/<module>.py, loaded by path as a module of a stand-in
     package (so that a `from .errors import ...` resolves) without importing
     mpi_collectives itself, which sets up the environment."""
     import types
     if "package_tables" not in sys.modules:
         package = types.ModuleType("package_tables")
-        package.__path__ = [os.path.join(ROOT, "mpi_collectives")]
+        package.__path__ = [os.path.join(ROOT, "mpi_collectives", "base")]
         sys.modules["package_tables"] = package
-    path = os.path.join(ROOT, "mpi_collectives", module + ".py")
+    path = os.path.join(ROOT, "mpi_collectives", "base", module + ".py")
     spec = importlib.util.spec_from_file_location("package_tables." + module, path)
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
@@ -222,9 +222,9 @@ def native_settings():
 
 
 def gen_settings_h():
-    out = [GENERATED.format("mpi_collectives/settings.py"),
+    out = [GENERATED.format("mpi_collectives/base/settings.py"),
            "/* The settings the native layer reads when it is loaded: the rows of",
-           " * mpi_collectives/settings.py marked native (src/base/settings.c reads them). */",
+           " * mpi_collectives/base/settings.py marked native (src/base/settings.c reads them). */",
            "#ifndef MPI_COLLECTIVES_SETTINGS_H", "#define MPI_COLLECTIVES_SETTINGS_H", ""]
     for name, row, kind in native_settings():
         if kind == "words":
@@ -244,7 +244,7 @@ def gen_settings_h():
 
 
 def gen_settings_inc():
-    out = [GENERATED.format("mpi_collectives/settings.py"),
+    out = [GENERATED.format("mpi_collectives/base/settings.py"),
            "/* Included by native/src/base/settings.c, which defines read_text, read_words",
            " * and read_int. */", "", "struct mpic_settings mpic_settings = {"]
     for name, row, kind in native_settings():
@@ -503,7 +503,7 @@ def c_string(text):
 
 def gen_launchers():
     table = read_table("launchers")
-    out = [GENERATED.format("mpi_collectives/launchers.py"),
+    out = [GENERATED.format("mpi_collectives/base/launchers.py"),
            "/* Included by native/src/base/launcher_env.c. */", "",
            "static const struct mpic_launcher mpic_launchers[] = {"]
     for launcher in table.LAUNCHERS:

@@ -33,7 +33,7 @@ import pytest
 
 from cluster_harness import SUBNET, Cluster, why_not_here
 from helpers import EXPECTED_FAMILY, HERE, MPI_SUITES, PROGRAMS, ROOT, check_every_rank_passed, explain, run
-from mpi_collectives import launching
+from mpi_collectives.tools import launching
 from readme_blocks import blocks as readme_blocks
 
 WHEEL = "impi" if "impi" in sys.prefix else EXPECTED_FAMILY  # the MPI wheel of this venv
@@ -273,7 +273,7 @@ def test_a_rank_killed_on_another_host_ends_the_job(slurm):
 
 @only["mpich"]
 def test_a_stall_on_another_host_is_reported(slurm):
-    """No silent wait across hosts (mpi_collectives/stall.py): rank 1, on node2, sleeps 10 s before a
+    """No silent wait across hosts (mpi_collectives/services/stall.py): rank 1, on node2, sleeps 10 s before a
     psum rank 0 (node1) waits in; the report names it with its stack, and the job finishes exact."""
     proc = on_node1(slurm, ["srun", "-N2", "-n2", "--mpi=pmi2", PY, os.path.join(PROGRAMS, "stall.py"), "10"],
                     env={"MPI_COLLECTIVES_STALL_REPORT": "3"}, timeout=180)
@@ -405,7 +405,7 @@ def test_ranks_on_two_hosts_that_disagree_get_no_number(cluster, mode):
     assert f"the ranks disagree about a collective: {DISAGREEMENTS[mode]}" in proc.stderr, text
 
 
-# ---- a host lost while the job runs (mpi_collectives/liveness.py)
+# ---- a host lost while the job runs (mpi_collectives/services/liveness.py)
 
 LOST_AFTER = 180  # s: every surviving rank must have ended by then
 

@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from helpers import EXPECTED_FAMILY, PROGRAMS, mpiexec_path, read_until
-from mpi_collectives import launching
+from mpi_collectives.tools import launching
 
 PROGRAM = os.path.join(PROGRAMS, "failures.py")
 END_WITHIN = 60

@@ -16,7 +16,7 @@ import pytest
 
 from helpers import PROGRAMS, ROOT, explain, run
 
-from mpi_collectives.jax_compat import LOCAL_DEVICES_JAX, installed_jax, version_tuple  # noqa: E402
+from mpi_collectives.integration.jax_compat import LOCAL_DEVICES_JAX, installed_jax, version_tuple  # noqa: E402
 
 RUNNER = os.path.join(ROOT, "scripts", "jax_multiprocess_tests.py")
 JAX_TESTS = os.environ.get("MPI_COLLECTIVES_JAX_TESTS")

@@ -9,7 +9,7 @@ every result must be bit-equal between the two.
 
 Launches: P x L = 2x2 on every family and jax version from 0.6; 3x2, 2x3,
 2x4 and 1x4 once (the mpich configuration). Older jax is refused with a
-sentence (mpi_collectives.jax_compat.LOCAL_DEVICES_JAX). tests/programs/local_device_cases.py: what may go
+sentence (mpi_collectives.integration.jax_compat.LOCAL_DEVICES_JAX). tests/programs/local_device_cases.py: what may go
 wrong (first-use orders, two threads, a program over some devices only,
 different device counts) ends exact or with one sentence on every rank.
 """
@@ -21,7 +21,7 @@ import pytest
 
 from helpers import ONCE, PROGRAMS, explain, free_port, mpirun
 
-from mpi_collectives.jax_compat import LOCAL_DEVICES_JAX, installed_jax, version_tuple  # noqa: E402
+from mpi_collectives.integration.jax_compat import LOCAL_DEVICES_JAX, installed_jax, version_tuple  # noqa: E402
 
 # Its answers can differ between jax versions: scripts/test.sh runs it on each jax it tests.
 pytestmark = pytest.mark.version_dependent

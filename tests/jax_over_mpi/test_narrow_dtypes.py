@@ -1,5 +1,5 @@
 """float16, float8 and float4 collectives over MPI, which XLA refuses by
-itself (mpi_collectives/narrow_dtypes.py), against gloo in the same run:
+itself (mpi_collectives/integration/narrow_dtypes.py), against gloo in the same run:
 tests/programs/narrow_dtypes.py runs every collective in shard_map and pmap,
 once over MPI and once over gloo, at 2, 3 and 4 ranks, and checks itself
 against NumPy where the result is exact in the dtype (small integers).
@@ -24,7 +24,7 @@ import pytest
 
 from helpers import HERE, ONCE, PROGRAMS, explain, free_port, mpirun
 
-from mpi_collectives.jax_compat import installed_jax, version_tuple  # noqa: E402
+from mpi_collectives.integration.jax_compat import installed_jax, version_tuple  # noqa: E402
 
 # Its answers can differ between jax versions: scripts/test.sh runs it on each jax it tests.
 pytestmark = pytest.mark.version_dependent
@@ -118,7 +118,7 @@ def test_float8_over_mpi_is_exact_where_gloo_cannot_reduce_it(jax_env, tmp_path)
 
 ONE_PROCESS = r"""
 import jax, numpy as np
-from mpi_collectives import narrow_dtypes
+from mpi_collectives.integration import narrow_dtypes
 jax.config.update("jax_cpu_collectives_implementation", "mpi")
 first = narrow_dtypes.install()
 assert narrow_dtypes.install() == first, "a second install() changed something"

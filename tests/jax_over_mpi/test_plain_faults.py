@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from helpers import EXPECTED_FAMILY, ONCE, PROGRAMS, mpiexec_path
-from mpi_collectives import launching
+from mpi_collectives.tools import launching
 from test_failures import END_WITHIN, finish_job, ready_count, ready_ranks
 
 # SIGTERM, the stall report and a killed rank on every family; SIGTERM and the stall report on every jax

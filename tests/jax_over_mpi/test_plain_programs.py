@@ -11,7 +11,7 @@ import pytest
 
 from helpers import PROGRAMS, explain, mpirun
 
-from mpi_collectives.jax_compat import LOCAL_DEVICES_JAX, installed_jax, version_tuple
+from mpi_collectives.integration.jax_compat import LOCAL_DEVICES_JAX, installed_jax, version_tuple
 
 # Its answers can differ between jax versions: scripts/test.sh runs it on each jax it tests.
 pytestmark = [pytest.mark.version_dependent, pytest.mark.jax]

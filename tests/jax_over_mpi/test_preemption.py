@@ -1,4 +1,4 @@
-"""SIGTERM keeps what the user asked for (mpi_collectives/preemption.py): a
+"""SIGTERM keeps what the user asked for (mpi_collectives/integration/preemption.py): a
 training loop that asks JAX's preemption sync point reaches it on every rank
 at the same step, saves and ends 0, as over gloo; a rank that cannot get
 there is ended with a line after MPI_COLLECTIVES_PREEMPTION_GRACE seconds; a
@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from helpers import EXPECTED_FAMILY, ONCE, PROGRAMS, mpiexec_path, read_until
-from mpi_collectives import launching
+from mpi_collectives.tools import launching
 from test_failures import finish_job
 
 # Every family runs the loop that saves and the grace through initialize(); the jax-version configurations

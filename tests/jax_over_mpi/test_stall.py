@@ -1,4 +1,4 @@
-"""No silent wait (mpi_collectives/stall.py): a rank that stays alive but
+"""No silent wait (mpi_collectives/services/stall.py): a rank that stays alive but
 away from a collective the others wait in is named, with where it is and
 its Python stacks, and the job then finishes exact; with a limit the job
 ends, every rank printing its flight record. tests/programs/stall.py: rank
@@ -12,7 +12,7 @@ import pytest
 
 from helpers import ONCE, PROGRAMS, explain, mpirun
 
-from mpi_collectives.jax_compat import LOCAL_DEVICES_JAX, installed_jax, version_tuple
+from mpi_collectives.integration.jax_compat import LOCAL_DEVICES_JAX, installed_jax, version_tuple
 
 pytestmark = pytest.mark.jax
 PROGRAM = os.path.join(PROGRAMS, "stall.py")

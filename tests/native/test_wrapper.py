@@ -44,7 +44,7 @@ def test_no_mpi_header_in_the_build():
 
 
 def test_exports_every_symbol_jaxlib_resolves():
-    from mpi_collectives.jax_compat import jaxlib_trampoline_library
+    from mpi_collectives.integration.jax_compat import jaxlib_trampoline_library
 
     data = open(jaxlib_trampoline_library(), "rb").read()
     wanted = {m.decode() for m in re.findall(rb"(?<=\0)MPIX?ABI_[A-Za-z0-9_]+(?=\0)", data)}

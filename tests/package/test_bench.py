@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mpi_collectives.bench import summary
+from mpi_collectives.tools.bench import summary
 
 from helpers import EXPECTED_FAMILY, HERE, ROOT, explain, mpirun, run  # noqa: F401
 
@@ -19,7 +19,7 @@ OPS = ["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "ppermute"]
 
 
 def test_hard_coded_mpich_handles_match_the_table():
-    from mpi_collectives.bench.c_loop import MPICH_HANDLES, OPENMPI_SYMBOLS
+    from mpi_collectives.tools.bench.c_loop import MPICH_HANDLES, OPENMPI_SYMBOLS
 
     def table(family):
         rows = (line.split() for line in open(os.path.join(ROOT, "native", "abi", f"{family}_constants.txt")))
@@ -70,7 +70,7 @@ def test_bench_smoke(tmp_path):
     # The summary: docs/benchmarks/README.md and the README's block, from the same JSON.
     readme = tmp_path / "README.md.in"
     readme.write_text("before\n<!-- bench-results:begin -->\nold\n<!-- bench-results:end -->\nafter\n")
-    proc = run([sys.executable, "-m", "mpi_collectives.bench.summary", str(tmp_path), "--readme", str(readme)],
+    proc = run([sys.executable, "-m", "mpi_collectives.tools.bench.summary", str(tmp_path), "--readme", str(readme)],
                cwd=HERE, timeout=60)
     assert proc.returncode == 0, explain(proc)
     block = readme.read_text()
@@ -94,19 +94,19 @@ def test_committed_results_are_current(folder, block, families):
     runs = summary.load(folder)
     assert set(runs) == families, runs.keys()
     with open(os.path.join(folder, "README.md")) as f:
-        assert f.read() == summary.full(runs), f"{folder}/README.md is stale: run mpi_collectives.bench.summary"
+        assert f.read() == summary.full(runs), f"{folder}/README.md is stale: run mpi_collectives.tools.bench.summary"
     with open(os.path.join(ROOT, "docs", "benchmarks.md")) as f:
         page = f.read()
     text = f"<!-- {block}:begin -->\n" + summary.short(runs, link) + f"\n<!-- {block}:end -->"
     assert text in page, (f"docs/benchmarks.md's {block} block is stale: "
-                          f"run mpi_collectives.bench.summary {folder} --readme docs/benchmarks.md --block {block}")
+                          f"run mpi_collectives.tools.bench.summary {folder} --readme docs/benchmarks.md --block {block}")
     for name in runs:
         assert os.path.getsize(os.path.join(folder, f"{name}.png")) > 10000, name
 
 
 def test_targets_across_hosts_are_judged_from_the_numbers():
     """Ranks on two hosts get issue 32's targets, each judged from the medians given."""
-    from mpi_collectives.bench.report import targets
+    from mpi_collectives.tools.bench.report import targets
 
     def result(us_by_size):
         return {"all-reduce": {str(n): [us * 1e-6] for n, us in us_by_size.items()}}
@@ -125,7 +125,7 @@ def test_targets_across_hosts_are_judged_from_the_numbers():
 
 
 def test_several_rank_counts_in_one_run():
-    from mpi_collectives.bench.run import parse, suffixed
+    from mpi_collectives.tools.bench.run import parse, suffixed
     assert parse(["--ranks", "2,4,8,16"]).ranks == [2, 4, 8, 16]
     assert suffixed("out/bench.json", 8, [2, 8]) == "out/bench-8ranks.json"
     assert suffixed("bench.png", 2, [2]) == "bench.png"
@@ -135,7 +135,7 @@ def test_several_rank_counts_in_one_run():
 
 
 def test_user_targets_are_judged_from_the_numbers():
-    from mpi_collectives.bench.report import user_targets
+    from mpi_collectives.tools.bench.report import user_targets
     r = {"jax-call": {"all-reduce": {"16777216": [0.002]}}, "C direct": {"all-reduce": {"16777216": [0.005]}}}
     step = lambda ms: {"params": 3 * 2048 * 2048, **{k: [ms[k] / 1e3] for k in ms}}  # noqa: E731
     data = {"ranks": 8, "results": r, "user_loops": {

@@ -9,8 +9,8 @@ import pytest
 
 from helpers import HERE, ONCE, explain, mpiexec_path, run
 
-from mpi_collectives import gpus
-from mpi_collectives.errors import InitializeError
+from mpi_collectives.integration import gpus
+from mpi_collectives.base.errors import InitializeError
 
 
 @pytest.mark.parametrize("local_rank, local_size, count, ids, line", [

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from helpers import EXPECTED_FAMILY, PROGRAMS, explain, mpiexec_path, mpirun, needs_mpi4py
-from mpi_collectives import launching
+from mpi_collectives.tools import launching
 
 # Its answers can differ between jax versions: scripts/test.sh runs it on each jax it tests.
 pytestmark = pytest.mark.version_dependent
@@ -165,7 +165,7 @@ def test_plain_jax_distributed_initialize_under_mpiexec(tmp_path):
         "jax.distributed.initialize()\n"
         "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n"
         "mesh = Mesh(np.array(jax.devices()), ('x',))\n"
-        "from mpi_collectives.jax_compat import process_local_array, shard_map\n"
+        "from mpi_collectives.integration.jax_compat import process_local_array, shard_map\n"
         "f = jax.jit(shard_map()(lambda x: jax.lax.psum(x, 'x'), mesh=mesh, in_specs=P('x'), out_specs=P()))\n"
         "x = process_local_array(NamedSharding(mesh, P('x')), np.ones((1, 3), np.int32))\n"
         "assert (np.asarray(f(x).addressable_data(0)) == jax.process_count()).all()\n"
@@ -194,7 +194,7 @@ def test_other_ranks_wait_for_the_coordinator_to_listen():
     import threading
     import time
 
-    from mpi_collectives.coordinator import wait_until_listening
+    from mpi_collectives.services.coordinator import wait_until_listening
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -288,7 +288,7 @@ def test_coordinator_on_one_host_listens_on_loopback_only(tmp_path):
         assert "".join(lines).count("READY rank") == 2, "".join(lines + errors)
         host, port = re.search(r"coordinator (\d+\.\d+\.\d+\.\d+):(\d+)", "".join(lines)).groups()
         assert host == "127.0.0.1", lines
-        from mpi_collectives.coordinator import own_addresses  # (every interface's, from the kernel: no `ip`)
+        from mpi_collectives.services.coordinator import own_addresses  # (every interface's, from the kernel: no `ip`)
         others = own_addresses()
         reach = {}
         for address in ["127.0.0.1"] + [a for a in others if not a.startswith("127.")]:
@@ -317,7 +317,9 @@ def test_initialize_takes_every_setting_as_a_keyword():
     reference reads them from its signature)."""
     import inspect
 
-    from mpi_collectives import initialize, settings
+    from mpi_collectives import initialize
+
+    from mpi_collectives.base import settings
     params = inspect.signature(initialize).parameters
     assert list(params) == list(settings.TABLE), list(params)
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is None for p in params.values())

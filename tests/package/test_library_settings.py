@@ -16,7 +16,7 @@ LIB = "/opt/mpich/lib/libmpi.so.12"
 
 
 def decide(environ=None, path="/nonexistent/tuning.json", version=MPICH, ranks=2, cpus=16, **kw):
-    from mpi_collectives import library_settings
+    from mpi_collectives.services import library_settings
     return library_settings.decide(version, LIB, environ or {}, path=path, ranks=ranks, cpus=cpus, **kw)
 
 
@@ -40,7 +40,7 @@ def write(tmp_path, *entries, mode=0o600):
     ("Open MPI v5.0.11, package: Open MPI", "openmpi"), ("MPI VERSION    : CRAY MPICH version 8.1", ""),
     ("MVAPICH2 Version      :	2.3.7", ""), ("", "")])
 def test_the_implementation_comes_from_the_version_line(line, impl):
-    from mpi_collectives.library_settings import implementation
+    from mpi_collectives.services.library_settings import implementation
     assert implementation(line) == impl
 
 
@@ -141,7 +141,7 @@ def test_a_file_that_is_not_json_is_refused(tmp_path):
 
 
 def test_write_entry_replaces_the_same_shape_and_keeps_the_others(tmp_path):
-    from mpi_collectives.library_settings import read_file, write_entry
+    from mpi_collectives.services.library_settings import read_file, write_entry
     path = str(tmp_path / "sub" / "tuning.json")
     write_entry(path, entry(ranks_per_node=16))
     write_entry(path, entry(settings={"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}))
@@ -158,7 +158,7 @@ def test_write_entry_replaces_the_same_shape_and_keeps_the_others(tmp_path):
     ({"SLURM_STEP_TASKS_PER_NODE": "16(x2),8", "SLURM_NODEID": "2"}, 8),
     ({"SLURM_STEP_TASKS_PER_NODE": "16(x2),8", "SLURM_NODEID": "1"}, 16), ({}, None)])
 def test_ranks_per_node_come_from_the_launcher(environ, ranks):
-    from mpi_collectives.library_settings import local_ranks
+    from mpi_collectives.services.library_settings import local_ranks
     assert local_ranks(environ) == ranks
 
 
@@ -184,7 +184,7 @@ def test_each_rank_starts_mpi_with_the_settings_of_its_tuning_file(tmp_path):
     """A tuning entry for this MPI and 2 ranks on this node: each rank's MPI_Init sees it."""
     info = json.loads(subprocess.check_output([sys.executable, "-m", "mpi_collectives", "info", "--json"],
                                               cwd=HERE, text=True))
-    from mpi_collectives import library_settings as s
+    from mpi_collectives.services import library_settings as s
     impl = s.implementation(info["version"])
     if not impl:
         pytest.skip(f"{info['version']}: no settings known for it")

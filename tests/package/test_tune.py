@@ -23,7 +23,7 @@ def tune(*args, env=None):
 
 @pytest.mark.jax
 def test_tune_writes_what_initialize_then_uses(tmp_path):
-    from mpi_collectives import library_settings
+    from mpi_collectives.services import library_settings
     path = tmp_path / "conf" / "tuning.json"
     proc = tune("--ranks", "2", "--max-bytes", "65536", "--rounds", "1", "--scale", "0.1", "--file", str(path))
     assert proc.returncode == 0, explain(proc)
@@ -54,7 +54,7 @@ def test_tune_refuses_what_it_cannot_compare(tmp_path):
     proc = tune("--ranks", "1")
     assert proc.returncode == 2 and "argument --ranks: tuning collectives needs at least 2 ranks" in proc.stderr, \
         explain(proc)
-    from mpi_collectives import library_settings
+    from mpi_collectives.services import library_settings
     info = json.loads(run([sys.executable, "-m", "mpi_collectives", "info", "--json"], cwd=HERE).stdout)
     impl = library_settings.implementation(info["version"])
     variable = {"mpich": "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "impi": "I_MPI_ADJUST_ALLREDUCE",
@@ -67,7 +67,7 @@ def test_tune_refuses_what_it_cannot_compare(tmp_path):
 
 
 def test_the_choice_keeps_only_values_clearly_faster():
-    from mpi_collectives.bench.tune import choose
+    from mpi_collectives.tools.bench.tune import choose
     defaults = {"all-reduce": {8: 1.0, 65536: 10.0}, "all-gather": {8: 1.0, 65536: 10.0},
                 "reduce-scatter": {8: 1.0, 65536: 10.0}}
     faster = {op: {s: t * 0.5 for s, t in by_size.items()} for op, by_size in defaults.items()}

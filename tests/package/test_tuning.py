@@ -18,7 +18,7 @@ def records(*ranks):
 
 
 def test_ranks_that_share_one_cpu_set_get_disjoint_slices(monkeypatch):
-    from mpi_collectives import tuning
+    from mpi_collectives.services import tuning
     monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (0, cpu, cpu))  # one thread per core
     every = records(("a", range(8)), ("a", range(8)), ("b", range(4)), ("a", range(8)))
     chosen = [tuning.binding_for(r, every) for r in range(4)]
@@ -30,19 +30,19 @@ def test_ranks_that_share_one_cpu_set_get_disjoint_slices(monkeypatch):
 
 
 def test_a_binding_made_by_the_launcher_is_kept():
-    from mpi_collectives.tuning import binding_for
+    from mpi_collectives.services.tuning import binding_for
     chosen, why = binding_for(0, records(("a", {0}), ("a", {1})))
     assert chosen is None and "bound the ranks already" in why
 
 
 def test_more_ranks_than_cpus_are_not_bound():
-    from mpi_collectives.tuning import binding_for
+    from mpi_collectives.services.tuning import binding_for
     chosen, why = binding_for(1, records(("a", {0, 1}), ("a", {0, 1}), ("a", {0, 1})))
     assert chosen is None and why == "3 ranks share 2 CPUs"
 
 
 def test_slices_keep_hardware_threads_of_a_core_together(monkeypatch):
-    from mpi_collectives import tuning
+    from mpi_collectives.services import tuning
     # CPUs 0-3 are cores 0-3, CPUs 4-7 their second hardware threads (Linux's usual numbering).
     monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (0, cpu % 4, cpu))
     assert tuning.slices(range(8), 4) == [[0, 4], [1, 5], [2, 6], [3, 7]]
@@ -50,7 +50,7 @@ def test_slices_keep_hardware_threads_of_a_core_together(monkeypatch):
 
 
 def test_fewer_cores_than_ranks_are_cut_by_hardware_thread(monkeypatch):
-    from mpi_collectives import tuning
+    from mpi_collectives.services import tuning
     monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (0, cpu % 4, cpu))
     # 4 cores, 8 hardware threads, 6 ranks: by single CPUs, the first two ranks taking two
     assert tuning.slices(range(8), 6) == [[0, 4], [1, 5], [2], [6], [3], [7]]
@@ -61,13 +61,13 @@ def test_fewer_cores_than_ranks_are_cut_by_hardware_thread(monkeypatch):
 @pytest.mark.parametrize("variable, value", [("MALLOC_ARENA_MAX", "2"), ("MALLOC_MMAP_THRESHOLD_", "65536"),
                                              ("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=0")])
 def test_a_malloc_setting_of_the_user_wins(variable, value):
-    from mpi_collectives.tuning import keep_freed_memory
+    from mpi_collectives.services.tuning import keep_freed_memory
     line = keep_freed_memory(apply=False, environ={variable: value})
     assert line == f"keep-memory: not applied (left to your {variable})"
 
 
 def test_keep_memory_is_applied_only_to_glibc_malloc():
-    from mpi_collectives.tuning import keep_freed_memory
+    from mpi_collectives.services.tuning import keep_freed_memory
     line = keep_freed_memory(apply=False, environ={"GLIBC_TUNABLES": "glibc.rtld.nns=2"})
     assert line.startswith("keep-memory: would set M_MMAP_MAX=0"), line  # CI's Python: glibc's malloc
 

@@ -18,7 +18,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
-from mpi_collectives.jax_compat import process_local_array, shard_map  # noqa: E402
+from mpi_collectives.integration.jax_compat import process_local_array, shard_map  # noqa: E402
 
 mesh = Mesh(np.array(jax.devices()), ("x",))
 psum = jax.jit(shard_map()(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))

@@ -9,7 +9,7 @@ info = mpi_collectives.initialize()
 import jax  # noqa: E402
 from jax.experimental import multihost_utils as mhu  # noqa: E402
 
-from mpi_collectives.jax_compat import version_tuple  # noqa: E402
+from mpi_collectives.integration.jax_compat import version_tuple  # noqa: E402
 
 rank, size = info.rank, info.size
 tree = {"w": np.arange(6, dtype=np.float32).reshape(2, 3) + rank, "step": np.int32(10 * rank),

@@ -12,7 +12,7 @@ if case == "jax-too-early":
     import jax  # noqa: F401  (before mpi_collectives, with MPITRAMPOLINE_LIB unset)
 
 import mpi_collectives  # noqa: E402
-from mpi_collectives.launchers import launcher_rank_size  # noqa: E402
+from mpi_collectives.base.launchers import launcher_rank_size  # noqa: E402
 
 rank_env = launcher_rank_size()[0]
 
@@ -21,18 +21,18 @@ if case == "backend-exists":
     jax.numpy.zeros(1).block_until_ready()  # JAX's backend is made here, without MPI
 
 if case == "versions-differ" and rank_env == 1:
-    from mpi_collectives import versions
+    from mpi_collectives.base import versions
     versions.installed = lambda package: "0.0.0-other"
 
 if case == "choose-fails" and rank_env == 0:  # something unforeseen on rank 0 during the meeting
-    from mpi_collectives import coordinator
+    from mpi_collectives.services import coordinator
 
     def broken(*args, **kwargs):
         raise OSError("no addresses at all")
     coordinator.on_one_host = broken
 
 if case == "hello-fails" and rank_env == 1:  # something unforeseen on rank 1 during the meeting
-    from mpi_collectives import meeting
+    from mpi_collectives.services import meeting
 
     def broken():
         raise RuntimeError("cannot say hello")
@@ -53,7 +53,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
-from mpi_collectives.jax_compat import (  # noqa: E402
+from mpi_collectives.integration.jax_compat import (  # noqa: E402
     collectives_implementation, process_local_array, shard_map)
 
 assert (jax.process_index(), jax.process_count()) == (info.rank, info.size)

@@ -14,9 +14,11 @@ if _package is not None and _package.submodule_search_locations:
     _folder = list(_package.submodule_search_locations)[0]
 else:  # a checkout without the package installed
     _folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "mpi_collectives")
-runpy.run_path(os.path.join(_folder, "standalone.py"))
+runpy.run_path(os.path.join(_folder, "tools", "standalone.py"))
 
-from mpi_collectives_standalone import backends, jax_compat, launchers  # noqa: E402,F401  (jax_compat: for the programs)
+from mpi_collectives_standalone.base import launchers  # noqa: E402
+from mpi_collectives_standalone.integration import jax_compat  # noqa: E402,F401  (for the programs)
+from mpi_collectives_standalone.tools import backends  # noqa: E402,F401
 
 launcher_rank_size = launchers.launcher_rank_size
 

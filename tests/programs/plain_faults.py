@@ -1,7 +1,7 @@
 """Faults in a program that sets JAX up itself, with its own arguments to
 jax.distributed.initialize() and no import of mpi_collectives (JAX's own
 multi-process tests are written so): what it gets comes through the JAX
-plugin hook (mpi_collectives/plain_programs.py).
+plugin hook (mpi_collectives/integration/plain_programs.py).
 
     plain_faults.py MODE MARKER [SECONDS]
 

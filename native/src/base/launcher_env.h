@@ -1,5 +1,5 @@
 /* What the launcher that started this process told it, from its environment
- * variables (the table in mpi_collectives/launchers.py, generated into
+ * variables (the table in mpi_collectives/base/launchers.py, generated into
  * launchers.inc): read before MPI is up, for log lines and for the checks of
  * services/launchers.c. */
 #ifndef MPI_COLLECTIVES_LAUNCHER_ENV_H

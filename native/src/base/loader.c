@@ -7,7 +7,7 @@
  *   1. a library already loaded in the process (mpi4py's);
  *   2. the launcher's own installation: PREFIX/lib of the program that
  *      started this process (PREFIX/bin/hydra_pmi_proxy, orted, prterun, ...:
- *      mpi_collectives/launchers.py), whose library is the one that can join
+ *      mpi_collectives/base/launchers.py), whose library is the one that can join
  *      the processes it started;
  *   3. family by family, the family the launcher's variables ask for first
  *      (Open MPI's mpirun, Hydra, srun --mpi=pmi2 or pmix), each looked for
@@ -373,7 +373,7 @@ void mpic_load(void) {
 }
 
 /* ---- what a process without a library is told ---- */
-/* Also for Python (mpi_collectives.mpi.not_loaded_message). */
+/* Also for Python (mpi_collectives.base.mpi.not_loaded_message). */
 MPIABI_EXPORT const char *mpic_not_loaded_message(void) {
   static char message[sizeof mpic_search_report + 512];
   if (mpic_settings_error[0]) {

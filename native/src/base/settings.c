@@ -1,6 +1,6 @@
 /* Reading the native layer's settings, once, when it is loaded. The table
  * (which variables, their defaults and what each may be) is generated from
- * mpi_collectives/settings.py into generated/settings.h and settings.inc;
+ * mpi_collectives/base/settings.py into generated/settings.h and settings.inc;
  * here is only how one value is read.
  *
  * A value that is not understood is an error, not a guess: the library is

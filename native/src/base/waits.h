@@ -1,5 +1,5 @@
 /* Calls in progress that wait for other ranks, and how many have begun
- * (treatment.txt's `waits`), for mpi_collectives.peers: relaxed atomics, a
+ * (treatment.txt's `waits`), for mpi_collectives.services.peers: relaxed atomics, a
  * few nanoseconds a call, no clock read. */
 #ifndef MPI_COLLECTIVES_WAITS_H
 #define MPI_COLLECTIVES_WAITS_H

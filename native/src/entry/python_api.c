@@ -1,5 +1,5 @@
 /* What the Python layer asks the native layer (declared for cffi in
- * native/build_native.py; called only through mpi_collectives/mpi.py).
+ * native/build_native.py; called only through mpi_collectives/base/mpi.py).
  * The functions return int, never void: a void one would make cffi refer to
  * Py_None, a data symbol the C conformance harness cannot resolve. */
 #include "common.h"
@@ -28,14 +28,14 @@ MPIABI_EXPORT int mpic_thread_policy_value(void) { return mpic_settings.thread_l
 MPIABI_EXPORT int mpic_trampoline_attached(void) { return mpic_trampoline_attached_flag; }
 MPIABI_EXPORT int mpic_is_up(void) { return mpic_mpi_is_up(); }
 
-/* For mpi_collectives.mpi.set_local_devices, before the first collective. */
+/* For mpi_collectives.base.mpi.set_local_devices, before the first collective. */
 MPIABI_EXPORT int mpic_set_local_devices(int n) { return mpic_devices_set_local(n); }
 MPIABI_EXPORT int mpic_max_local_devices(void) { return MPIC_MAX_LOCAL_DEVICES; }
 
 /* Ends the job with the caller's line (end_job.c); never returns. */
 MPIABI_EXPORT int mpic_end_job(const char *line) { mpic_end_job_line(line); }
 
-/* For mpi_collectives.peers: calls now waiting for other ranks, and how many
+/* For mpi_collectives.services.peers: calls now waiting for other ranks, and how many
  * such calls have begun. Two samples with the same count of begun calls and
  * a call waiting in both mean one wait has lasted from the first to the second. */
 MPIABI_EXPORT int mpic_wait_state(long *waiting, unsigned long *begun) {
@@ -44,7 +44,7 @@ MPIABI_EXPORT int mpic_wait_state(long *waiting, unsigned long *begun) {
   return 0;
 }
 
-/* For mpi_collectives.stall: the collective this rank waits in (flight.h),
+/* For mpi_collectives.services.stall: the collective this rank waits in (flight.h),
  * its words, its communicator's members, and the record. */
 MPIABI_EXPORT int mpic_stall_current(uint64_t *sig, int *comm_id, unsigned *seq, int64_t *started_ns) {
   return mpic_flight_current(sig, comm_id, seq, started_ns);

@@ -1,6 +1,6 @@
 /* The flight recorder (flight.c): each rank's last collectives over MPI, as
  * PyTorch's distributed package keeps them, for the stall report
- * (mpi_collectives/stall.py) and for the lines a rank prints when the job
+ * (mpi_collectives/services/stall.py) and for the lines a rank prints when the job
  * ends. Written by agreement.c (every collective on a tracked communicator),
  * xla_policy.c (communicator creation) and devices/ (their exchange). */
 #ifndef MPI_COLLECTIVES_FLIGHT_H

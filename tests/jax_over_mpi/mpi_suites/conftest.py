@@ -25,7 +25,7 @@ def pytest_sessionfinish(session, exitstatus):
     folder = os.environ.get("MPI_COLLECTIVES_SUITE_REPORTS")
     if not folder:
         return
-    from mpi_collectives.launchers import launcher_rank_size
+    from mpi_collectives.base.launchers import launcher_rank_size
     rank = launcher_rank_size()[0]
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     counts = {kind: len(reporter.stats.get(kind, [])) for kind in ("passed", "failed", "error", "skipped")}

@@ -57,7 +57,7 @@ def make_step():
 def test_data_parallel_mlp_matches_one_process(world, mesh):
     import jax
     from jax.sharding import NamedSharding, PartitionSpec as P
-    from mpi_collectives import host
+    from mpi_collectives.services import host
 
     rng = np.random.default_rng(2026)
     params0, (x, y) = init_params(rng), synthetic_data(rng)

@@ -78,7 +78,7 @@
  * and the check in 2 stops the job; a process none of whose devices is in a
  * new group makes no split at all, and the others wait for it in the
  * exchange (as XLA's own splits of MPI_COMM_WORLD wait with one device per
- * process) until it finishes its program and mpi_collectives.peers names
+ * process) until it finishes its program and mpi_collectives.services.peers names
  * it. The split's color and key do not say which devices a group holds or
  * how many, so no process can tell a repeated group from a missing one. */
 #ifndef MPI_COLLECTIVES_DEVICES_H

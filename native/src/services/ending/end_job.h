@@ -1,5 +1,5 @@
 /* Ending the job: the one way this package stops a job it cannot let go on
- * (a wrong split, a dead peer, and through mpi_collectives.mpi.end_job every
+ * (a wrong split, a dead peer, and through mpi_collectives.base.mpi.end_job every
  * stop decided in Python). */
 #ifndef MPI_COLLECTIVES_END_JOB_H
 #define MPI_COLLECTIVES_END_JOB_H

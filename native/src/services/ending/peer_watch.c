@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 /* Watching the processes of the other ranks on this node (see
- * mpi_collectives/peers.py for the why). In C, on a thread of its own,
+ * mpi_collectives/services/peers.py for the why). In C, on a thread of its own,
  * because the line naming a dead rank must be out before the launcher,
  * which learns of the death at the same moment, kills this process: a
  * Python thread would first wait for the interpreter lock. */

@@ -1,5 +1,5 @@
 /* Watching the processes of the other ranks on this node (peer_watch.c; the
- * why is in mpi_collectives/peers.py). Above end_job.c, which it calls. */
+ * why is in mpi_collectives/services/peers.py). Above end_job.c, which it calls. */
 #ifndef MPI_COLLECTIVES_PEER_WATCH_H
 #define MPI_COLLECTIVES_PEER_WATCH_H
 

@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 /* This rank's own end, seen by a process of its own (self_watch.h; the why
- * is in mpi_collectives/peers.py and below). */
+ * is in mpi_collectives/services/peers.py and below). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

@@ -80,7 +80,7 @@ static void *end_after_grace(void *unused) {
   return NULL;
 }
 
-/* For Python (mpi_collectives.preemption), the first time the program asks JAX's preemption sync
+/* For Python (mpi_collectives.integration.preemption), the first time the program asks JAX's preemption sync
  * point: from now on SIGTERM gives this rank `grace` seconds to reach it (0: none). Once only. */
 MPIABI_EXPORT int mpic_preemption_grace(int rank, int size, int grace) {
   if (grace <= 0 || __atomic_load_n(&grace_seconds, __ATOMIC_SEQ_CST) > 0) return 0;
@@ -108,7 +108,7 @@ MPIABI_EXPORT int mpic_preemption_grace(int rank, int size, int grace) {
   return 0;
 }
 
-/* For Python (mpi_collectives.mpi.stop_on_signals), once JAX has set up its own. */
+/* For Python (mpi_collectives.base.mpi.stop_on_signals), once JAX has set up its own. */
 MPIABI_EXPORT int mpic_stop_on_sigterm(int rank, int size) {
   int n = snprintf(line, sizeof line,
                    "mpi-collectives: rank %d/%d was asked to stop (SIGTERM: the launcher, scancel or a time "

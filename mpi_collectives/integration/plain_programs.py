@@ -1,0 +1,90 @@
+"""What a program that sets JAX up itself gets: the help initialize() gives,
+at the moment JAX starts its backends.
+
+A program that exports MPITRAMPOLINE_LIB and
+JAX_CPU_COLLECTIVES_IMPLEMENTATION=mpi and calls jax.distributed.initialize()
+with its own arguments (JAX's own test harness does) never calls
+initialize(). JAX calls the package's plugin hook (mpi_collectives_jax_plugin,
+registered under the `jax_plugins` entry-point group) when its backends
+start, after jax.distributed has joined the ranks and before XLA creates its
+MPI communicators; at that moment, for such a program, this module
+- installs the float16/float8 lowering rules (narrow_dtypes), which XLA
+  would otherwise refuse over MPI;
+- tells the native layer the number of CPU devices per process that JAX's
+  configuration holds, including one set in code with
+  jax.config.update('jax_num_cpu_devices', N) (the native layer reads the
+  environment's own when it is loaded);
+- runs the steps initialize() takes after the join (SIGTERM, uncaught
+  exceptions, watching the ranks, the stall report): for a program started
+  through the cluster environment (cluster.py), which ran initialize()'s
+  start-up, at once; for one that called jax.distributed.initialize() with
+  its own arguments, after starting MPI here, as XLA would a moment later
+  (the native layer then answers XLA's own MPI_Init_thread).
+It does nothing when JAX's MPI is not this package's wrapper.
+"""
+import threading
+
+from . import jax_compat, jax_setup, narrow_dtypes
+from ..services import library_settings
+from ..base import mpi
+from ..base import settings as _settings
+from ..base.ending import end_job
+from ..base.errors import InitializeError
+from ..base.log import log
+
+_done = False
+_lock = threading.Lock()
+
+
+def at_backend_start() -> None:
+    global _done
+    with _lock:
+        if _done:
+            return
+        _done = True
+    if not mpi.trampoline_attached():
+        return  # JAX's MPI is another wrapper (or none): nothing of ours to help
+    narrow_dtypes.install()
+    _tell_local_devices()
+    started = jax_setup.started()
+    if started is not None and started.finish_at_backend_start:
+        jax_setup.finish(started)  # the cluster environment's start; initialize() finishes its own
+    elif started is None:
+        _finish_own_start()
+
+
+def _finish_own_start() -> None:
+    """A program that called jax.distributed.initialize() with its own arguments and runs JAX's
+    collectives over MPI: MPI is started now, on every rank (XLA would start it right after, when
+    it makes the CPU client), and the program gets what initialize() gives after the join."""
+    try:
+        from jax._src import distributed
+        state = distributed.global_state
+    except Exception:  # a jax without it: nothing joined to watch
+        return
+    processes = getattr(state, "num_processes", None) or 1
+    if state.client is None or processes < 2 or jax_compat.collectives_implementation() != "mpi":
+        return
+    try:
+        settings = _settings.read()
+    except InitializeError as e:  # a bad MPI_COLLECTIVES_* value: every rank meets it alike
+        end_job(str(e).removeprefix("mpi-collectives: "))
+    line = library_settings.set_for_this_process(settings)  # before MPI_Init reads them
+    if line:
+        log(line)
+    jax_setup.init_mpi_or_end_job(settings)
+    rank, size = mpi.rank_size()
+    log(f"a program that started jax.distributed itself: rank {rank}/{size}, SIGTERM, stall report and "
+        "peer watch on")
+    jax_setup.finish_steps(rank, size, settings, str(getattr(state, "coordinator_address", "")))
+
+
+def _tell_local_devices() -> None:
+    devices = jax_compat.configured_cpu_devices()
+    try:
+        jax_setup.check_local_devices(devices)
+    except InitializeError as e:  # every rank meets it alike: each ends with the sentence
+        end_job(str(e).removeprefix("mpi-collectives: "))
+    if devices > 1:
+        mpi.set_local_devices(devices)
+        log(f"{devices} CPU devices per process (JAX's configuration at backend start)")

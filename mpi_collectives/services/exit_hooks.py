@@ -1,0 +1,24 @@
+"""Uncaught exceptions end the whole job (MPI_COLLECTIVES_ABORT_ON_EXCEPTION).
+
+A rank that dies of an exception would leave the others waiting in their
+next collective (and JAX's shutdown waits for them too): print the
+traceback, say which rank failed, then end the whole job.
+"""
+import sys
+import threading
+import traceback
+
+from ..base.ending import end_job
+
+
+def abort_on_uncaught_exceptions(rank: int, size: int) -> None:
+    """Install the hooks for the main thread (sys.excepthook) and other threads (threading.excepthook)."""
+
+    def die(kind, exc, tb, where="the main thread"):  # (SystemExit never reaches an excepthook)
+        traceback.print_exception(kind, exc, tb)
+        end_job(f"rank {rank}/{size} stopped on an uncaught {kind.__name__} in {where} (above); ending the "
+                "whole job with MPI_Abort so that no rank waits for it. (MPI_COLLECTIVES_ABORT_ON_EXCEPTION=0 "
+                "turns this off.)")
+
+    sys.excepthook = die
+    threading.excepthook = lambda a: die(a.exc_type, a.exc_value, a.exc_traceback, f"thread {a.thread.name}")

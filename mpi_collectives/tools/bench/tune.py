@@ -1,0 +1,193 @@
+"""`mpi-collectives tune`: measure the MPI library's own collective settings on
+the nodes and with the ranks per node a job will use, keep the fastest, and
+write them where initialize() reads them (library_settings.py).
+
+    mpi-collectives tune --ranks 16                              # this node, its mpiexec
+    mpi-collectives tune --ranks 64 --launcher "srun --mpi=pmi2" # inside an allocation
+
+Each candidate is its own launch (an MPI library reads its settings once, at
+MPI_Init): the library's defaults, and each known variable
+(library_settings.KNOWN) at each of its values with the others at their
+defaults, on the C loop of the collectives the variable changes. They run in
+interleaved rounds (--rounds), so that all see the same machine, and each
+candidate's median per size over the rounds is compared with the defaults'.
+A value is kept when it is at least MIN_GAIN faster, as a geometric mean over
+the collectives and sizes it changes. Then JAX's all-reduce, all-gather and reduce-scatter run
+through initialize() with the kept settings and with the library's defaults;
+when JAX is slower with them, nothing is kept. The entry is written for this
+MPI installation, ranks per node and node size; a rerun replaces it.
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+from ...services import library_settings
+from ...base import mpi
+from . import run as bench_run
+
+SIZES = [8, 65536, 1 << 20, 1 << 24]
+MIN_GAIN = 0.05  # a kept value is at least 5% faster (geometric mean over sizes): below is noise
+C_TARGET = "C via wrapper"
+JAX_OPS = ("all-reduce", "all-gather", "reduce-scatter")
+
+
+def parse(argv, prog, parser_class):
+    parser = parser_class(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ranks", type=int, default=2, help="ranks of every launch: the job's (default: 2)")
+    parser.add_argument("--max-bytes", type=int, default=SIZES[-1],
+                        help=f"largest message size measured (default: {SIZES[-1]})")
+    parser.add_argument("--scale", type=float, default=0.5, help="multiplies every iteration count (default: 0.5)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every candidate (default: 3)")
+    parser.add_argument("--file", default=None,
+                        help="the tuning file to write (default: MPI_COLLECTIVES_TUNING_FILE, else "
+                             "~/.config/mpi-collectives/tuning.json)")
+    parser.add_argument("--dry-run", action="store_true", help="measure and print, write nothing")
+    parser.add_argument("--mpiexec", default=bench_run.launching.mpiexec_path(),
+                        help="the mpiexec that starts each launch (default: the one beside this Python)")
+    parser.add_argument("--launcher", default=None, metavar="COMMAND",
+                        help="the command that starts each launch instead of --mpiexec, e.g. \"srun --mpi=pmi2\"")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds for each launch (default: 600)")
+    args = parser.parse_args(argv)
+    args.coordinator_host = "127.0.0.1"  # bench_run.launch's gloo coordinator: no gloo path here
+    if args.ranks < 2:
+        parser.error("argument --ranks: tuning collectives needs at least 2 ranks")
+    return args
+
+
+def measure(args, path, sizes, ops, settings) -> dict:
+    """{op: {bytes: median seconds}} of one launch of the bench worker, with the MPI library's
+    settings exactly `settings` (MPI_COLLECTIVES_MPI_SETTINGS=0: initialize() adds none)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.json")
+        env = dict(settings, MPI_COLLECTIVES_MPI_SETTINGS="0")
+        bench_run.launch(args, args.ranks, ["mpi_collectives.tools.bench.worker", path, out, ",".join(map(str, sizes)),
+                                            str(args.scale), ",".join(ops)], args.timeout, env)
+        got = json.load(open(out))
+    results = got["results_by_target"][C_TARGET] if path == "c" else got["results"]
+    return {op: {int(b): float(np.median(t)) for b, t in by_size.items()} for op, by_size in results.items()}
+
+
+def ratio(times: dict, baseline: dict) -> float:
+    """Geometric mean of times/baseline over every collective and size in `times`."""
+    logs = [np.log(t / baseline[op][b]) for op, by_size in times.items() for b, t in by_size.items()]
+    return float(np.exp(np.mean(logs)))
+
+
+def median_of(runs: list) -> dict:
+    """Per collective and size, the median over rounds."""
+    return {op: {s: float(np.median([r[op][s] for r in runs])) for s in runs[0][op]} for op in runs[0]}
+
+
+def rounds(args, path, sizes, candidates: dict) -> dict:
+    """{key: {op: {bytes: median seconds}}} of every candidate (key: (ops, settings)), measured in
+    interleaved rounds."""
+    runs = {key: [] for key in candidates}
+    for _ in range(args.rounds):
+        for key, (ops, settings) in candidates.items():
+            runs[key].append(measure(args, path, sizes, ops, settings))
+    return {key: median_of(r) for key, r in runs.items()}
+
+
+def choose(impl, measured, baseline) -> tuple:
+    """({variable: value} kept, [(variable, value, ratio)] of every candidate)."""
+    kept, rows = {}, []
+    for variable in library_settings.KNOWN[impl]:
+        scores = {value: ratio(measured[(variable.name, value)], baseline) for value in variable.values}
+        rows += [(variable.name, value, r) for value, r in scores.items()]
+        value, r = min(scores.items(), key=lambda kv: kv[1])
+        if r <= 1 - MIN_GAIN:
+            kept[variable.name] = value
+    return kept, rows
+
+
+def refuse_users_own(impl):
+    own = library_settings.users_own(impl, os.environ)
+    if own:
+        raise SystemExit(f"mpi-collectives tune: {', '.join(own)} is set in your environment, so every launch would "
+                         "run with it and nothing could be compared. Fix: unset it for the tune run.")
+
+
+def ranks_per_node(args) -> tuple:
+    """(ranks per node, nodes) where the launcher places the ranks; an uneven placement is refused."""
+    hosts = bench_run.hosts_of_ranks(args)
+    counts = {h: hosts.count(h) for h in set(hosts)}
+    if len(set(counts.values())) != 1:
+        raise SystemExit(f"mpi-collectives tune: the launcher placed the ranks unevenly ({counts}); a tuning is for "
+                         "one number of ranks per node. Fix: ask for the same number on every node.")
+    return next(iter(counts.values())), len(counts)
+
+
+def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentParser) -> int:
+    args = parse(argv, prog, parser_class)
+    if mpi.family() == "none":
+        raise SystemExit("mpi-collectives tune: " + mpi.not_loaded_message())
+    version = mpi.library_version()
+    impl = library_settings.implementation(version)
+    if not impl:
+        raise SystemExit(f"mpi-collectives tune: {mpi.library_name()} has no settings mpi-collectives knows how to "
+                         "tune (MPICH, Intel MPI and Open MPI have); initialize() leaves it at its defaults.")
+    refuse_users_own(impl)
+    path = args.file or os.environ.get("MPI_COLLECTIVES_TUNING_FILE") or library_settings.default_file()
+    per_node, nodes = ranks_per_node(args)
+    sizes = [s for s in SIZES if s <= args.max_bytes]
+    say = lambda text: print(f"mpi-collectives tune: {text}", file=sys.stderr, flush=True)  # noqa: E731
+    say(f"{mpi.library_name()}, {args.ranks} ranks ({per_node} per node on {nodes} node(s) of "
+        f"{library_settings.node_cpus()} CPUs), sizes {sizes[0]} B to {sizes[-1]} B")
+
+    all_ops = [op for op in JAX_OPS if any(op in v.ops for v in library_settings.KNOWN[impl])]
+    candidates = {"defaults": (all_ops, {})}
+    for variable in library_settings.KNOWN[impl]:
+        for value in variable.values:
+            candidates[(variable.name, value)] = (variable.ops, library_settings.with_implied(impl, {variable.name: value}))
+    say(f"{len(candidates)} candidates x {args.rounds} rounds on the C loop")
+    measured = rounds(args, "c", sizes, candidates)
+    baseline = measured.pop("defaults")
+    kept, rows = choose(impl, measured, baseline)
+
+    jax_ratio = None
+    if kept:
+        say(f"JAX's collectives with {kept} and with the defaults, {args.rounds} rounds")
+        jax = rounds(args, "jax-mpi", sizes, {"kept": (all_ops, library_settings.with_implied(impl, kept)),
+                                              "defaults": (all_ops, {})})
+        jax_ratio = ratio(jax["kept"], jax["defaults"])
+        if jax_ratio > 1.0:
+            say(f"JAX's collectives were {jax_ratio:.2f}x as slow with {kept} as with the defaults: none kept")
+            kept = {}
+
+    print(report(rows, kept, jax_ratio, baseline, per_node, nodes))
+    entry = {"implementation": impl, "version": version, "library": os.path.realpath(mpi.library()),
+             "ranks_per_node": per_node, "cpus": library_settings.node_cpus(), "nodes": nodes,
+             "settings": kept, "date": datetime.date.today().isoformat(),
+             "measured": {"sizes": sizes, "rounds": args.rounds, "defaults_seconds": baseline,
+                          "candidates": [{"variable": n, "value": v, "ratio": r} for n, v, r in rows],
+                          "jax_ratio": jax_ratio}}
+    if args.dry_run:
+        print("(--dry-run: nothing written)")
+        return 0
+    try:
+        library_settings.write_entry(path, entry)
+    except library_settings.Refused as e:
+        raise SystemExit(f"mpi-collectives tune: not written: {e}")
+    print(f"written to {path}: initialize() uses it for {mpi.library_name()} with {per_node} ranks per node on "
+          f"{library_settings.node_cpus()} CPUs (`mpi-collectives info --init` under your launcher shows it)")
+    return 0
+
+
+def report(rows, kept, jax_ratio, baseline, per_node, nodes) -> str:
+    lines = ["the library's defaults, C loop medians:"]
+    for op, by_size in baseline.items():
+        shown = ", ".join(f"{b} B {t * 1e6:.1f} us" for b, t in by_size.items())
+        lines.append(f"  {op}: {shown}")
+    lines.append(f"{'setting':52s} {'time vs defaults':>16s}  kept")
+    for name, value, r in rows:
+        lines.append(f"{name + '=' + value:52s} {r:15.2f}x  {'yes' if kept.get(name) == value else ''}")
+    if jax_ratio is not None:
+        lines.append(f"JAX's collectives with the kept settings: {jax_ratio:.2f}x the time with the defaults")
+    lines.append(f"kept for {per_node} ranks per node ({nodes} node(s)): "
+                 + (", ".join(f"{k}={v}" for k, v in kept.items()) or "the library's defaults"))
+    return "\n".join(lines)

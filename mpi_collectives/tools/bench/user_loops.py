@@ -1,0 +1,140 @@
+"""What users see, beside the per-collective loop: the loops as a training
+program writes them, run by the bench's jax-mpi and jax-gloo paths.
+
+- psum-kept: `y = f(x)` with the psum's result replicated (`out_specs=P()`) and
+  kept until the next call replaces it, read back every call: two outputs
+  alive at once, as in a training loop (the per-collective loop drops a
+  sharded result at once).
+- train-step: a data-parallel MLP step as a `jit` user writes it: LAYERS
+  dense layers of WIDTH x WIDTH float32, weights stored [in, out] (flax's
+  Dense), replicated; a batch of BATCH rows per rank, sharded; plain SGD.
+  XLA inserts the gradient all-reduce and combines the LAYERS gradients into
+  one. Beside it, to find where the step's time goes: the same step on this
+  rank's own rows on one device (compute alone, no collective); the psum of
+  LAYERS arrays of the gradients' shape alone (the collective alone); and the
+  step with weights stored [out, in] (`h @ w.T`), which XLA partitions
+  without a transpose after the all-reduce (docs/benchmarks.md, "The
+  training step").
+"""
+import time
+
+import numpy as np
+
+WIDTH, LAYERS, BATCH = 2048, 3, 32
+SMOKE_WIDTH = 256
+
+
+def _timed(fn, calls: int) -> list:
+    """Seconds per call of fn(), each call's result waited for; after two calls not timed."""
+    import jax
+
+    for _ in range(2):
+        jax.block_until_ready(fn())
+    times = []
+    for _ in range(calls):
+        t = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def psum_kept(jax, mesh, rank, sizes, calls_for) -> dict:
+    """{bytes: [seconds]} of the psum loop as a training step writes it, from 64 KiB; every result checked."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from ...integration.jax_compat import process_local_array, shard_map
+    from .inputs import expected, rank_input
+
+    size = jax.process_count()
+    f = jax.jit(shard_map()(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+    out = {}
+    for nbytes in [n for n in sizes if n >= 65536]:
+        count = nbytes // 4
+        x = process_local_array(NamedSharding(mesh, P("x")), rank_input(count, rank)[None])
+        want = expected("all-reduce", count, rank, size)
+        state = {"y": f(x)}
+        if not np.array_equal(np.asarray(state["y"].addressable_data(0))[0], want):
+            raise SystemExit(f"mpi-collectives bench: WRONG result: psum-kept {nbytes} B on rank {rank}")
+
+        def step():
+            state["y"] = f(x)  # the previous result stays alive until this one replaces it
+            return state["y"]
+        out[nbytes] = _timed(step, calls_for(nbytes))
+    return out
+
+
+def _mlp(jnp, out_in: bool):
+    def loss(params, x, y):
+        h = x
+        for w in params:
+            h = jnp.tanh(h @ w.T if out_in else h @ w)
+        return jnp.mean((h - y) ** 2)
+    return loss
+
+
+def train_step(jax, mesh, rank, smoke: bool, steps: int) -> dict:
+    """{"step", "step-out-in", "local", "gradients": [seconds per step]}, "params": count}; the
+    step's parameters after it are checked against the same step computed on one device from
+    the global batch (they agree to float32 rounding: the sum's order differs)."""
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from ...integration.jax_compat import shard_map
+
+    size = jax.process_count()
+    width = SMOKE_WIDTH if smoke else WIDTH
+    rng = np.random.default_rng(0)
+    weights = [(rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32) for _ in range(LAYERS)]
+    xs = rng.standard_normal((BATCH * size, width)).astype(np.float32)
+    ys = rng.standard_normal((BATCH * size, width)).astype(np.float32)
+    replicated, batch = NamedSharding(mesh, P()), NamedSharding(mesh, P("x"))
+
+    def global_array(a, sharding):
+        return jax.make_array_from_callback(a.shape, sharding, lambda index: a[index])
+
+    def make_step(out_in):
+        loss = _mlp(jnp, out_in)
+
+        @jax.jit
+        def step(params, x, y):
+            grads = jax.grad(loss)(params, x, y)
+            return [p - 0.01 * g for p, g in zip(params, grads)]
+        return step
+
+    out = {"params": LAYERS * width * width}
+    x, y = global_array(xs, batch), global_array(ys, batch)
+    for name, out_in in (("step", False), ("step-out-in", True)):
+        step = make_step(out_in)
+        start = [w.T.copy() if out_in else w for w in weights]
+        params = [global_array(w, replicated) for w in start]
+        once = step(params, x, y)
+        got = np.asarray(once[0].addressable_data(0))
+        want = np.asarray(step([jnp.asarray(w) for w in start], jnp.asarray(xs), jnp.asarray(ys))[0])
+        if not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+            raise SystemExit(f"mpi-collectives bench: WRONG result: train-{name} on rank {rank} "
+                             f"(largest difference {np.abs(got - want).max():g})")
+        state = {"p": params}
+
+        def run():
+            state["p"] = step(state["p"], x, y)
+            return state["p"]
+        out[name] = _timed(run, steps)
+
+    # The step's compute alone: this rank's rows on its one device, no collective.
+    local_step = make_step(False)
+    device = jax.local_devices()[0]
+    local = {"p": [jax.device_put(w, device) for w in weights]}
+    lx = jax.device_put(xs[rank * BATCH:(rank + 1) * BATCH], device)
+    ly = jax.device_put(ys[rank * BATCH:(rank + 1) * BATCH], device)
+
+    def run_local():
+        local["p"] = local_step(local["p"], lx, ly)
+        return local["p"]
+    out["local"] = _timed(run_local, steps)
+
+    # The collective alone: one jit that psums LAYERS arrays of the gradients' shape.
+    psum = jax.jit(shard_map()(lambda *g: [jax.lax.psum(v, "x") for v in g], mesh=mesh,
+                               in_specs=P("x"), out_specs=P()))
+    grads = [global_array(np.tile(w, (size, 1)), batch) for w in weights]
+    out["gradients"] = _timed(lambda: psum(*grads), steps)
+    return out

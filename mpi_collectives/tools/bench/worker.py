@@ -1,0 +1,246 @@
+"""One benchmark path on every rank of an mpiexec launch:
+
+    mpiexec -n N python -m mpi_collectives.tools.bench.worker PATH OUT.json SIZES ITERS_SCALE [OPS]
+
+PATH is jax-mpi, jax-gloo, jax-call (the same jitted programs with the
+collective replaced by a local op of the same output shape), mpi4py, or c
+(the C loop through the wrapper and directly). Every result is checked
+against NumPy once per size; rank 0 writes {op: {bytes: [seconds...]}}.
+OPS (comma-separated, default all) limits the collectives (`tune` uses it).
+The C and mpi4py paths start MPI with the same library settings as
+initialize() (library_settings.py), so that the floor is measured like
+for like.
+"""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from ..backends import start
+from ...integration.jax_compat import process_local_array, shard_map
+from .c_loop import OPS
+from .inputs import expected, rank_input
+
+
+def iterations(nbytes: int, scale: float) -> int:
+    """The same on every rank (so that every rank runs as many collectives): many for small messages."""
+    return int(max(5, min(300, 2 ** 25 / max(nbytes, 64))) * scale) or 3
+
+
+def elements(op: str, nbytes: int, size: int) -> int:
+    count = max(1, nbytes // 4)
+    if op in ("reduce-scatter", "all-to-all"):
+        count = -(-count // size) * size  # a multiple of the ranks, as these need
+    return count
+
+
+# ---- JAX ----
+
+def jax_programs(mesh, size, with_collective):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    lax = jax.lax
+    shift = [(i, (i + 1) % size) for i in range(size)]
+    if with_collective:
+        bodies = {
+            "all-reduce": lambda v: lax.psum(v, "x"),
+            "all-gather": lambda v: lax.all_gather(v[0], "x", tiled=True)[None],
+            "reduce-scatter": lambda v: lax.psum_scatter(v[0], "x", tiled=True)[None],
+            "all-to-all": lambda v: lax.all_to_all(v[0].reshape(size, -1), "x", 0, 0, tiled=True).reshape(1, -1),
+            "ppermute": lambda v: lax.ppermute(v, "x", shift),
+        }
+    else:
+        # JAX's own cost: the same program with its output, of the same shape, filled with zeros
+        # instead of computed by the collective (dispatch, a fresh output buffer, one write of it).
+        def zeros(parts):
+            return lambda v: jnp.zeros((1, v.shape[1] * parts), v.dtype)
+
+        bodies = {"all-reduce": zeros(1), "all-gather": zeros(size),
+                  "reduce-scatter": lambda v: jnp.zeros((1, v.shape[1] // size), v.dtype),
+                  "all-to-all": zeros(1), "ppermute": zeros(1)}
+    return {op: jax.jit(shard_map()(body, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+            for op, body in bodies.items()}
+
+
+def start_jax(impl):
+    """JAX with its collectives over `impl` ("mpi": this package; "gloo": JAX's default, set up
+    as a gloo user would, its coordinator where bench.run chose). Returns (jax, rank, size)."""
+    return start(impl, os.environ.get("MPI_COLLECTIVES_BENCH_COORDINATOR"))
+
+
+def run_jax(path, sizes, scale, out, ops=OPS):
+    jax, rank, size = start_jax("gloo" if path == "jax-gloo" else "mpi")
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    sharding = NamedSharding(mesh, P("x"))
+    programs = jax_programs(mesh, size, path != "jax-call")
+    results = {op: {} for op in ops}
+    for op in ops:
+        for nbytes in sizes:
+            count = elements(op, nbytes, size)
+            x = process_local_array(sharding, rank_input(count, rank)[None])
+            f = programs[op]
+            got = np.asarray(f(x).addressable_data(0))[0]
+            if path != "jax-call" and not np.array_equal(got, expected(op, count, rank, size)):
+                raise SystemExit(f"mpi-collectives bench: WRONG result: {path} {op} {nbytes} B on rank {rank}")
+            for _ in range(2):
+                f(x).block_until_ready()
+            times = []
+            for _ in range(iterations(nbytes, scale)):
+                t = time.perf_counter()
+                f(x).block_until_ready()
+                times.append(time.perf_counter() - t)
+            results[op][nbytes] = times
+            progress(rank, path, op, nbytes, times)
+    extra = host_helpers(rank) if path == "jax-mpi" else {}
+    if path in ("jax-mpi", "jax-gloo") and ops == OPS:  # what users see: over us and over gloo
+        from . import user_loops
+        smoke = os.environ.get("MPI_COLLECTIVES_BENCH_SMOKE") == "1"
+        extra["user_loops"] = {
+            "psum-kept": user_loops.psum_kept(jax, mesh, rank, sizes, lambda n: iterations(n, scale)),
+            "train-step": user_loops.train_step(jax, mesh, rank, smoke, max(3, int(20 * scale)))}
+    write(rank, out, {"results": results, **extra})
+
+
+def host_helpers(rank):
+    """Small pytree: ours against jax.experimental.multihost_utils. Timed as
+    rounds of calls closed by a barrier, so that a call that returns before the
+    others have the data (the root of a broadcast) is not counted as finished."""
+    from jax.experimental import multihost_utils
+
+    from mpi_collectives.services import host
+
+
+    from mpi_collectives.base import mpi
+    tree = {"step": np.int32(rank), "loss": np.float32(0.5), "metrics": np.arange(8, dtype=np.float32) + rank}
+    out = {}
+    for name in ("broadcast_one_to_all", "process_allgather"):
+        ours, theirs = getattr(host, name), getattr(multihost_utils, name)
+        a, b = ours(tree), theirs(tree)
+        if not all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in tree):
+            raise SystemExit(f"mpi-collectives bench: WRONG result: host {name} differs from multihost_utils")
+        for label, fn in (("ours", ours), ("multihost_utils", theirs)):
+            calls = 20
+            for _ in range(3):
+                fn(tree)
+            times = []
+            for _ in range(15):
+                mpi.barrier()
+                t = time.perf_counter()
+                for _ in range(calls):
+                    fn(tree)
+                mpi.barrier()
+                times.append((time.perf_counter() - t) / calls)
+            out.setdefault("host_helpers", {}).setdefault(name, {})[label] = float(np.median(times))
+    return out
+
+
+# ---- mpi4py and C ----
+
+def same_library_settings():
+    """The MPI library's own settings that initialize() would set (before MPI_Init reads them)."""
+    from mpi_collectives.services import library_settings
+
+    from mpi_collectives.base import settings
+    library_settings.set_for_this_process(settings.read())
+
+
+def run_mpi4py(sizes, scale, out):
+    same_library_settings()
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.rank, comm.size
+    calls = {
+        "all-reduce": lambda s, r: comm.Allreduce(s, r),
+        "all-gather": lambda s, r: comm.Allgather(s, r),
+        "reduce-scatter": lambda s, r: comm.Reduce_scatter(s, r, [r.size] * size),
+        "all-to-all": lambda s, r: comm.Alltoall(s, r),
+        "ppermute": lambda s, r: comm.Sendrecv(s, (rank + 1) % size, 7, r, (rank - 1) % size, 7),
+    }
+    results = {op: {} for op in OPS}
+    for op in OPS:
+        for nbytes in sizes:
+            count = elements(op, nbytes, size)
+            send, want = rank_input(count, rank), expected(op, count, rank, size)
+            recv = np.empty_like(want)
+            calls[op](send, recv)
+            if not np.array_equal(recv, want):
+                raise SystemExit(f"mpi-collectives bench: WRONG result: mpi4py {op} {nbytes} B on rank {rank}")
+            comm.Barrier()
+            times = []
+            for _ in range(iterations(nbytes, scale)):
+                t = MPI.Wtime()
+                calls[op](send, recv)
+                times.append(MPI.Wtime() - t)
+            results[op][nbytes] = times
+            progress(rank, "mpi4py", op, nbytes, times)
+    write(rank, out, {"results": results})
+
+
+def run_c(sizes, scale, out, ops=OPS):
+    from mpi_collectives.base import mpi
+
+    from . import c_loop
+
+    same_library_settings()
+    mpi.init()
+    rank, size = mpi.rank_size()
+    targets = [t for t in (c_loop.through_wrapper(), c_loop.direct()) if t is not None]
+    results = {t.name: {op: {} for op in ops} for t in targets}
+    for op in ops:
+        for nbytes in sizes:
+            count = elements(op, nbytes, size)
+            send = rank_input(count, rank)
+            want = expected(op, count, rank, size)
+            for target in targets:
+                recv = np.zeros_like(want)
+                c_loop.run(target, op, send, recv, 1)
+                if not np.array_equal(recv, want):
+                    raise SystemExit(f"mpi-collectives bench: WRONG result: {target.name} {op} {nbytes} B")
+            # Interleaved rounds, so that both see the same machine.
+            for target in targets:
+                results[target.name][op][nbytes] = []
+            rounds = 5
+            for _ in range(rounds):
+                for target in targets:
+                    times = c_loop.run(target, op, send, recv, max(2, iterations(nbytes, scale) // rounds))
+                    results[target.name][op][nbytes] += times.tolist()
+            progress(rank, "C", op, nbytes, results[targets[0].name][op][nbytes])
+    write(rank, out, {"results_by_target": results})
+
+
+def progress(rank, path, op, nbytes, times):
+    if rank == 0:
+        print(f"  {path:9s} {op:14s} {nbytes:>10d} B  median {np.median(times) * 1e6:10.1f} us", file=sys.stderr,
+              flush=True)
+
+
+def write(rank, out, data):
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump(data, f)
+
+
+def main():
+    path, out, sizes, scale = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3].split(",")], float(sys.argv[4])
+    ops = sys.argv[5].split(",") if len(sys.argv) > 5 else OPS
+    if set(ops) - set(OPS):
+        raise SystemExit(f"unknown collectives {sorted(set(ops) - set(OPS))} (known: {', '.join(OPS)})")
+    if path.startswith("jax-"):
+        run_jax(path, sizes, scale, out, ops)
+    elif path == "mpi4py":
+        run_mpi4py(sizes, scale, out)
+    elif path == "c":
+        run_c(sizes, scale, out, ops)
+    else:
+        raise SystemExit(f"unknown path {path}")
+
+
+if __name__ == "__main__":
+    main()
