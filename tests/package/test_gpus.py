@@ -86,7 +86,7 @@ GLOO = ("import os, mpi_collectives, jax, sys; os.environ.pop('MPITRAMPOLINE_LIB
         "rank = int(os.environ.get('PMI_RANK') or os.environ['OMPI_COMM_WORLD_RANK']); "
         "size = int(os.environ.get('PMI_SIZE') or os.environ['OMPI_COMM_WORLD_SIZE']); "
         "jax.distributed.initialize(f\"127.0.0.1:{os.environ['MPI_COLLECTIVES_TEST_PORT']}\", size, rank); "
-        "from mpi_collectives import mpi; n = jax.device_count(); "
+        "from mpi_collectives.base import mpi; n = jax.device_count(); "
         "sys.stdout.write(f'RANK {rank} devices {n} mpi {mpi.is_initialized()}' + chr(10))")
 
 

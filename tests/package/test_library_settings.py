@@ -162,7 +162,7 @@ def test_ranks_per_node_come_from_the_launcher(environ, ranks):
     assert local_ranks(environ) == ranks
 
 
-PROGRAM = ("import os, mpi_collectives; from mpi_collectives import library_settings as s; "
+PROGRAM = ("import os, mpi_collectives; from mpi_collectives.services import library_settings as s; "
            "info = mpi_collectives.initialize(); "
            "line = [t for t in info.tunings if t.startswith('mpi-settings')]; "
            "import sys; sys.stdout.write(f'RANK {info.rank} {line} ' + str(dict(sorted((k, os.environ.get(k)) "

@@ -72,7 +72,7 @@ def test_keep_memory_is_applied_only_to_glibc_malloc():
     assert line.startswith("keep-memory: would set M_MMAP_MAX=0"), line  # CI's Python: glibc's malloc
 
 
-DECIDE = ("import ctypes; from mpi_collectives import tuning; "
+DECIDE = ("import ctypes; from mpi_collectives.services import tuning; "
           "own = ctypes.cast(ctypes.CDLL(None).malloc, ctypes.c_void_p).value; "
           "libc = ctypes.cast(ctypes.CDLL('libc.so.6').malloc, ctypes.c_void_p).value; "
           "print('SAME' if own == libc else 'DIFFERENT'); "
