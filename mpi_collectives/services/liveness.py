@@ -13,27 +13,25 @@ How a host answers: each rank listens on the address by which it reaches
 JAX's coordinator (the cluster network, the same path the job already
 uses), and a C thread of the native layer (services/ending/liveness.c)
 writes one line to whoever connects, so a rank whose Python is busy still
-answers. The ranks learn each other's address, port, pid and host through
-one allgather at start-up. A check connects to one rank per other host at
+answers. The ranks learn each other's address, port, pid and host from
+jax.distributed's key-value store, where each writes its own at start-up
+(no collective: ranks whose settings differ cannot make the start wait). A check connects to one rank per other host at
 once and waits ANSWER_TIMEOUT seconds: a host that is cut off never
 completes the connection, a frozen one completes it (its kernel answers)
 but never writes.
 """
 import errno
 import hashlib
-import ipaddress
 import os
 import selectors
 import socket
 import time
 
-import numpy as np
-
 from ..base import mpi
 
 CHECK_AFTER = 30.0  # s of one wait before the first check: JAX's heartbeat ends the job at 100 s
 ANSWER_TIMEOUT = 10.0  # s a host has to answer
-_ADDRESS_BYTES, _HOST_BYTES = 16, 64
+_KEY = "mpi_collectives/liveness/"
 _ONE_BATCH = 256  # connections open at once (file descriptors)
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ETIMEDOUT, errno.EHOSTDOWN, errno.ENETDOWN}
 
@@ -63,41 +61,55 @@ def address_toward(coordinator: str) -> str:
 
 
 class Table:
-    """Where every rank of the job answers: (address, port, pid, host, machine id) by rank."""
+    """Where the ranks of the job answer: {rank: (address, port, pid, host, machine id)}, filled
+    from jax.distributed's key-value store, where each rank wrote its own row at start-up."""
 
-    def __init__(self, rank: int, rows: list):
-        self.rank, self.rows = rank, rows
+    def __init__(self, rank: int, size: int, mine: tuple):
+        self.rank, self.size, self.rows = rank, size, {rank: mine}
+
+    @property
+    def complete(self) -> bool:
+        return len(self.rows) == self.size
+
+    def refresh(self, client) -> None:
+        """Read the rows the other ranks have written (the watcher calls this until all are in:
+        a few reads in its first minute)."""
+        try:
+            found = client.key_value_dir_get(_KEY)
+        except Exception:  # the coordinator is gone: JAX reports that itself
+            return
+        for key, value in found:
+            try:
+                address, port, pid, machine, host = value.split(" ", 4)
+                self.rows[int(key.rsplit("/", 1)[1])] = (address, int(port), int(pid), host, int(machine))
+            except ValueError:
+                continue
 
     def hosts_of(self, ranks) -> dict:
-        """{machine id: [ranks]} of `ranks` on machines other than this rank's."""
+        """{machine id: [ranks]} of `ranks` on machines other than this rank's (ranks whose row has
+        not come, or that could not listen, are left out: they cannot be asked)."""
         mine = self.rows[self.rank][4]
         hosts = {}
         for r in ranks:
-            if self.rows[r][4] != mine and self.rows[r][1] > 0:
-                hosts.setdefault(self.rows[r][4], []).append(r)
+            row = self.rows.get(r)
+            if row is not None and row[4] != mine and row[1] > 0:
+                hosts.setdefault(row[4], []).append(r)
         return hosts
 
 
-def start(rank: int, size: int, coordinator: str) -> Table:
-    """Listen for checks and learn everyone's place (one allgather over the job: every rank calls it)."""
+def start(rank: int, size: int, coordinator: str, client) -> Table:
+    """Listen for checks, and write where in the key-value store (no collective: a rank whose
+    settings differ from the others' cannot make the job wait here)."""
     address = address_toward(coordinator)
     port = mpi.liveness_listen(address, rank) if address != "0.0.0.0" else -1
     host = socket.gethostname()
-    record = np.zeros(_ADDRESS_BYTES + _HOST_BYTES + 3 * 8, np.uint8)
-    packed = ipaddress.ip_address(address).packed if port > 0 else b""
-    record[:len(packed)] = np.frombuffer(packed, np.uint8)
-    name = host.encode()[:_HOST_BYTES]
-    record[_ADDRESS_BYTES:_ADDRESS_BYTES + len(name)] = np.frombuffer(name, np.uint8)
-    record[_ADDRESS_BYTES + _HOST_BYTES:] = np.array([_machine_id(host), max(port, 0), os.getpid()],
-                                                     np.int64).view(np.uint8)
-    rows = []
-    for r, row in enumerate(mpi.allgather(record, size)):
-        raw = bytes(row[:_ADDRESS_BYTES])
-        machine, port_r, pid = (int(v) for v in row[_ADDRESS_BYTES + _HOST_BYTES:].view(np.int64))
-        addr = str(ipaddress.ip_address(raw[:4] if not any(raw[4:]) else raw))
-        name = bytes(row[_ADDRESS_BYTES:_ADDRESS_BYTES + _HOST_BYTES]).rstrip(b"\0").decode(errors="replace")
-        rows.append((addr, port_r, pid, name, machine))
-    return Table(rank, rows)
+    mine = (address, max(port, 0), os.getpid(), host, _machine_id(host))
+    if client is not None:  # (also a rank that cannot listen: port 0, never asked, and the table completes)
+        try:
+            client.key_value_set(f"{_KEY}{rank}", f"{address} {mine[1]} {os.getpid()} {mine[4]} {host}")
+        except Exception:  # the coordinator is gone already: nothing to check against
+            pass
+    return Table(rank, size, mine)
 
 
 def silent_hosts(table: Table, ranks, timeout: float = ANSWER_TIMEOUT) -> list:

@@ -115,9 +115,15 @@ class Watch:
         last_key, held_since, state = None, None, None
         next_report = self.report_after
         first_check = min([liveness.CHECK_AFTER] + [x / 2 for x in (self.report_after, self.limit) if x > 0])
-        next_check, pause = first_check, 1.0
+        began = time.monotonic()
+        next_check, pause, next_refresh = first_check, 1.0, began
         while not self.stop.wait(pause):
             now, pause = time.monotonic(), 1.0
+            # The other ranks' rows (liveness.py), written at their start: read in the first minute
+            # only, so that a job whose coordinator is gone later never waits on it here.
+            if not self.hosts.complete and next_refresh <= now < began + 60:
+                self.hosts.refresh(_client())
+                next_refresh = now + 5
             waiting, current, key = self._sample(now)
             if key != last_key:
                 last_key, held_since, state, next_report = key, now, None, self.report_after
@@ -300,8 +306,8 @@ class Watch:
 def watch(rank: int, size: int, report_after: float, limit: float, job: str) -> None:
     """Start this rank's stall watcher (once; initialize()'s finish step calls it). `job`: the
     coordinator's address, toward which this rank listens for liveness checks. Every rank calls
-    it alike: it makes one allgather (liveness.start)."""
+    it (liveness.start writes where this rank answers in the key-value store)."""
     global _WATCH
     if _WATCH is None and size > 1 and (report_after > 0 or limit > 0):
-        _WATCH = Watch(rank, size, report_after, limit, liveness.start(rank, size, job))
+        _WATCH = Watch(rank, size, report_after, limit, liveness.start(rank, size, job, _client()))
         _WATCH.start()
