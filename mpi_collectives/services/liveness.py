@@ -21,29 +21,19 @@ completes the connection, a frozen one completes it (its kernel answers)
 but never writes.
 """
 import errno
-import hashlib
 import os
 import selectors
 import socket
 import time
 
 from ..base import mpi
+from ..base.machine import machine_id
 
 CHECK_AFTER = 30.0  # s of one wait before the first check: JAX's heartbeat ends the job at 100 s
 ANSWER_TIMEOUT = 10.0  # s a host has to answer
 _KEY = "mpi_collectives/liveness/"
 _ONE_BATCH = 256  # connections open at once (file descriptors)
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ETIMEDOUT, errno.EHOSTDOWN, errno.ENETDOWN}
-
-
-def _machine_id(host: str) -> int:
-    """Equal for two ranks exactly when they run on one machine (this boot of its kernel)."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            boot = f.read().strip()
-    except OSError:
-        boot = ""
-    return int.from_bytes(hashlib.sha256(f"{host}|{boot}".encode()).digest()[:8], "little", signed=True)
 
 
 def address_toward(coordinator: str) -> str:
@@ -103,7 +93,7 @@ def start(rank: int, size: int, coordinator: str, client) -> Table:
     address = address_toward(coordinator)
     port = mpi.liveness_listen(address, rank) if address != "0.0.0.0" else -1
     host = socket.gethostname()
-    mine = (address, max(port, 0), os.getpid(), host, _machine_id(host))
+    mine = (address, max(port, 0), os.getpid(), host, machine_id(host))
     if client is not None:  # (also a rank that cannot listen: port 0, never asked, and the table completes)
         try:
             client.key_value_set(f"{_KEY}{rank}", f"{address} {mine[1]} {os.getpid()} {mine[4]} {host}")

@@ -37,26 +37,16 @@ import numpy as np
 
 from ..base import mpi
 from ..base.ending import end_job
+from ..base.machine import machine_id
 
 _KEY = "mpi_collectives/finished/"
 _WATCHER = None
 
 
-def _machine_id(host: str) -> int:
-    """Equal for two ranks exactly when their PIDs mean the same processes:
-    the host name and this boot of the kernel (containers can share names)."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            boot = f.read().strip()
-    except OSError:
-        boot = ""
-    return int.from_bytes(hashlib.sha256(f"{host}|{boot}".encode()).digest()[:8], "little", signed=True)
-
-
 def _node_table(rank: int, size: int):
     """(machine id, pid, life pipe) of every rank, through one allgather."""
     host = socket.gethostname()
-    mine = np.array([_machine_id(host), os.getpid(), mpi.watch_self_prepare()], np.int64)
+    mine = np.array([machine_id(host), os.getpid(), mpi.watch_self_prepare()], np.int64)
     table = mpi.allgather(mine)
     return host, table.reshape(size, 3)
 
