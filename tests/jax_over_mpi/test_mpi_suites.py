@@ -36,6 +36,9 @@ def test_workload_suites(nranks, jax_env, tmp_path):
     if nranks == 2 and not ONCE:
         pytest.skip("2 ranks once (the mpich configuration): the other families run 3 (the libraries' "
                     "paths for a count that is not a power of two) and 4, and 2 in most other tests")
+    if nranks == 3 and EXPECTED_FAMILY == "standard":
+        pytest.skip("the standard ABI's library is MPICH's, whose paths at 3 ranks the mpich configuration "
+                    "runs; what differs here (the ABI's handles and constants) 4 ranks covers")
     proc = run_suite(nranks, ALL, jax_env, timeout=1200, reports=tmp_path)
     counts = check_every_rank_passed(proc, nranks, tmp_path)
     assert counts["skipped"] == (0 if nranks == 4 else 1), counts  # only the 2x2 mesh, below 4 ranks
