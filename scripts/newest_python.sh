@@ -42,13 +42,14 @@ cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
 exec unshare --mount --propagation private bash -c '
   set -e
   root=$1 repo=$2 command=$3
-  mkdir -p "$root$repo"
-  mount --bind "$repo" "$root$repo"
   mount -t proc proc "$root/proc"
   mount --rbind /dev "$root/dev"
   mount -t tmpfs -o size=2g tmpfs "$root/dev/shm"
   mount --rbind /sys "$root/sys"
   mount -t tmpfs tmpfs "$root/tmp"
+  # The checkout last: it may live under /tmp (a CI clone), which the tmpfs above would hide.
+  mkdir -p "$root$repo"
+  mount --bind "$repo" "$root$repo"
   exec chroot "$root" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin LANG=C.UTF-8 \
     TERM="${TERM:-dumb}" MPI_COLLECTIVES_TEST_WHEEL="${MPI_COLLECTIVES_TEST_WHEEL:-}" \
     bash -c "cd \"$repo\" && $command"
