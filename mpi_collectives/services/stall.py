@@ -298,9 +298,21 @@ class Watch:
 
     def start(self):
         self.thread.start()
+        # Stopped before Python finalizes and before JAX's atexit shutdown: a daemon thread still
+        # inside one of the key-value store's C++ calls then would end the process with
+        # "terminate called without an active exception" (seen with jax 0.12 when a program
+        # ended while this thread read the liveness rows).
+        register = getattr(threading, "_register_atexit", None)
+        if register is not None:
+            register(self.close)
+        else:
+            import atexit
+            atexit.register(self.close)
 
     def close(self):
         self.stop.set()
+        if self.thread.is_alive() and self.thread is not threading.current_thread():
+            self.thread.join(timeout=5)
 
 
 def watch(rank: int, size: int, report_after: float, limit: float, job: str) -> None:
