@@ -103,6 +103,9 @@ class Watch:
         self.published = None
         self.requests_seen = set()
         self.thread = threading.Thread(target=self._run, name="mpi-collectives stall watch", daemon=True)
+        # The host check on a thread of its own: the report's thread talks to the coordinator, and
+        # when the coordinator's host is the one lost, its calls wait; this one needs no coordinator.
+        self.hosts_thread = threading.Thread(target=self._run_hosts, name="mpi-collectives liveness", daemon=True)
 
     # ---- this rank's own state, sampled each second ----
     def _sample(self, now: float):
@@ -114,20 +117,11 @@ class Watch:
     def _run(self):
         last_key, held_since, state = None, None, None
         next_report = self.report_after
-        first_check = min([liveness.CHECK_AFTER] + [x / 2 for x in (self.report_after, self.limit) if x > 0])
-        began = time.monotonic()
-        next_check, pause, next_refresh = first_check, 1.0, began
-        while not self.stop.wait(pause):
-            now, pause = time.monotonic(), 1.0
-            # The other ranks' rows (liveness.py), written at their start: read in the first minute
-            # only, so that a job whose coordinator is gone later never waits on it here.
-            if not self.hosts.complete and next_refresh <= now < began + 60:
-                self.hosts.refresh(_client())
-                next_refresh = now + 5
+        while not self.stop.wait(1.0):
+            now = time.monotonic()
             waiting, current, key = self._sample(now)
             if key != last_key:
                 last_key, held_since, state, next_report = key, now, None, self.report_after
-                next_check = first_check
                 continue
             sig, comm, seq, started = current if current else (0, -1, 0, held_since)
             started = min(started, held_since)
@@ -137,14 +131,6 @@ class Watch:
             held = now - started
             if held >= min(x for x in (self.report_after, self.limit) if x > 0) / 2:
                 self._answer_requests(state)
-            if waiting and held >= next_check:
-                self._check_hosts(state, held)
-                next_check *= 2
-            elif waiting and next_check - held < 1.0:
-                # On the dot, not at this thread's next sample: every rank waiting in this collective
-                # then checks at the same moment and ends with its own line, before the first one's
-                # abort reaches it.
-                pause = max(0.01, next_check - held)
             if waiting and self.report_after > 0 and held >= next_report:
                 self._report(state, held)
                 next_report *= 2
@@ -209,6 +195,34 @@ class Watch:
         sys.stderr.flush()
 
     # ---- a host lost: liveness.py ----
+    def _run_hosts(self):
+        first_check = min([liveness.CHECK_AFTER] + [x / 2 for x in (self.report_after, self.limit) if x > 0])
+        began = time.monotonic()
+        last_key, held_since, next_check, next_refresh, pause = None, None, first_check, began, 1.0
+        while not self.stop.wait(pause):
+            now, pause = time.monotonic(), 1.0
+            # The other ranks' rows, written at their start: read in the first minute only, so that
+            # a job whose coordinator is gone later never waits on it here.
+            if not self.hosts.complete and next_refresh <= now < began + 60:
+                self.hosts.refresh(_client())
+                next_refresh = now + 5
+            waiting, current, key = self._sample(now)
+            if key != last_key:
+                last_key, held_since, next_check = key, now, first_check
+                continue
+            if not waiting:
+                continue
+            sig, comm, seq, started = current if current else (0, -1, 0, held_since)
+            held = now - min(started, held_since)
+            if held >= next_check:
+                self._check_hosts(State(True, time.time() - held, sig, comm, seq), held)
+                next_check *= 2
+            elif next_check - held < 1.0:
+                # On the dot, not at this thread's next sample: every rank waiting in this collective
+                # then checks at the same moment and ends with its own line, before the first one's
+                # abort reaches it.
+                pause = max(0.01, next_check - held)
+
     def _check_hosts(self, mine: State, held: float):
         members = [] if mpi.describe(mine.sig) in SPLIT_KINDS or not mine.sig else mpi.members(mine.comm)
         members = members or list(range(self.size))
@@ -222,6 +236,10 @@ class Watch:
         if len(silent) == len(others) and len(others) > 1:
             who = (f"no other host answers over the network within {liveness.ANSWER_TIMEOUT:.0f} s ({named}): "
                    f"the host it runs on ({self.host}) has most likely lost its network")
+            # Most likely this rank is the one cut off: the ranks on the hosts that still reach each
+            # other name the lost host, which is what the user needs, so they go first (an abort
+            # from here could reach them through the launcher before they print).
+            self.stop.wait(liveness.ANSWER_TIMEOUT)
         else:
             who = (f"{named} {'does' if len(silent) == 1 else 'do'} not answer over the network within "
                    f"{liveness.ANSWER_TIMEOUT:.0f} s: the host is cut off or stopped (a link down, the node "
@@ -298,6 +316,7 @@ class Watch:
 
     def start(self):
         self.thread.start()
+        self.hosts_thread.start()
         # Stopped before Python finalizes and before JAX's atexit shutdown: a daemon thread still
         # inside one of the key-value store's C++ calls then would end the process with
         # "terminate called without an active exception" (seen with jax 0.12 when a program
@@ -311,8 +330,9 @@ class Watch:
 
     def close(self):
         self.stop.set()
-        if self.thread.is_alive() and self.thread is not threading.current_thread():
-            self.thread.join(timeout=5)
+        for thread in (self.thread, self.hosts_thread):
+            if thread.is_alive() and thread is not threading.current_thread():
+                thread.join(timeout=5)
 
 
 def watch(rank: int, size: int, report_after: float, limit: float, job: str) -> None:

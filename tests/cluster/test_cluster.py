@@ -463,7 +463,8 @@ def test_a_host_lost_while_the_job_runs_is_named_by_every_other_rank(cluster, fa
     checked. node2 is cut off (its link down at the switch) or frozen (every process on it
     stopped): ranks 0 and 2 each end within LOST_AFTER s, each with a line naming node2 and rank 1,
     and no wrong result ever reaches Python. Once (mpich), node1 is the one cut off: the host of
-    rank 0 and of JAX's coordinator, which the check does not need. `defaults`: the stall report's settings at their
+    rank 0, of JAX's coordinator (which the check does not need) and of the launcher, which then
+    cannot receive the others' lines; they must still end in time, and rank 0 names its own host. `defaults`: the stall report's settings at their
     defaults (the first check after 30 s of one wait), else a report time of 10 s (5 s)."""
     launch, env = cluster.ssh_launch(WHEEL, os.path.dirname(BIN), ["node1", "node2", "node3"])
     marker = f"mpic-lost-{uuid.uuid4().hex}"
@@ -513,6 +514,14 @@ def test_a_host_lost_while_the_job_runs_is_named_by_every_other_rank(cluster, fa
     assert sorted(ended) == others, text
     assert proc.returncode != 0, text
     assert "WRONG" not in "".join(out) and "UNEXPECTED" not in "".join(out), text
+    if lost == "node1":
+        # The launcher runs on node1: the other ranks' output travels to it over the cut link, so
+        # what they print cannot arrive (as on a cluster whose login node is cut off). The rank on
+        # node1 says that its own host is the one cut off.
+        assert re.search(r"rank 0/3 on node1 has waited \d+ s in .*; no other host answers over the network within "
+                         r"10 s \(node2 \(rank 1\); node3 \(rank 2\)\): the host it runs on \(node1\) has most likely "
+                         r"lost its network", "".join(err)), text
+        return
     for r in others:
         assert re.search(rf"rank {r}/3 on node{r + 1} has waited \d+ s in .*{lost} \(rank {lost_rank}\) does not "
                          rf"answer over the "
