@@ -22,3 +22,15 @@ def abort_on_uncaught_exceptions(rank: int, size: int) -> None:
 
     sys.excepthook = die
     threading.excepthook = lambda a: die(a.exc_type, a.exc_value, a.exc_traceback, f"thread {a.thread.name}")
+
+
+def before_atexit(function) -> None:
+    """Run `function` when the main thread has finished, before the atexit handlers (JAX's
+    shutdown and MPI_Finalize among them) and before Python abandons daemon threads: where the
+    watchers stop, so that none is inside a C++ call of JAX's when the process ends."""
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        register(function)
+    else:  # (a Python without it: the atexit handler, last registered so first run)
+        import atexit
+        atexit.register(function)

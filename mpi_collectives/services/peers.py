@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+from . import exit_hooks
 from ..base import mpi
 from ..base.ending import end_job
 from ..base.machine import machine_id
@@ -67,12 +68,7 @@ class Watcher:
         self.thread.start()
         # Before atexit: JAX's atexit MPI_Finalize, on a rank that finished early, can block until
         # the others finalize too, which would keep the "finished" mark from being written.
-        register = getattr(threading, "_register_atexit", None)
-        if register is not None:
-            register(self.finish)
-        else:
-            import atexit
-            atexit.register(self.finish)
+        exit_hooks.before_atexit(self.finish)
 
     def finish(self):
         """This rank's program is done: say so, and stop watching (its peers may now end)."""

@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 
-from . import liveness
+from . import exit_hooks, liveness
 from ..base import mpi
 from ..base.ending import end_job
 
@@ -321,12 +321,7 @@ class Watch:
         # inside one of the key-value store's C++ calls then would end the process with
         # "terminate called without an active exception" (seen with jax 0.12 when a program
         # ended while this thread read the liveness rows).
-        register = getattr(threading, "_register_atexit", None)
-        if register is not None:
-            register(self.close)
-        else:
-            import atexit
-            atexit.register(self.close)
+        exit_hooks.before_atexit(self.close)
 
     def close(self):
         self.stop.set()

@@ -19,12 +19,12 @@ def test_no_import_runs_up_a_floor_or_forms_a_circle():
 def test_every_module_has_a_floor_and_user_programs_never_load_the_tools():
     edges = layers.graph()
     assert all(layers.floor(m) is not None for m in edges)
-    seen, todo = set(), ["mpi_collectives", "mpi_collectives.integration.plain_programs"]  # what a program loads
-    while todo:
-        m = todo.pop()
+    seen, pending = set(), ["mpi_collectives", "mpi_collectives.integration.plain_programs"]  # what a program loads
+    while pending:
+        m = pending.pop()
         if m not in seen:
             seen.add(m)
-            todo += edges.get(m, ())
+            pending += edges.get(m, ())
     assert not [m for m in seen if m.startswith("mpi_collectives.tools")], sorted(seen)
 
 
