@@ -109,7 +109,9 @@ def silent_hosts(table: Table, ranks, timeout: float = ANSWER_TIMEOUT) -> list:
     silent = []
     for i in range(0, len(hosts), _ONE_BATCH):
         batch = hosts[i:i + _ONE_BATCH]
-        answered = _ask([table.rows[ranks_on[0]] for ranks_on in batch], timeout)
+        # Each asker picks its own rank on that host (by its rank), so that a large job's checks
+        # spread over the host's ranks instead of queueing at one listener.
+        answered = _ask([table.rows[ranks_on[table.rank % len(ranks_on)]] for ranks_on in batch], timeout)
         silent += [(table.rows[ranks_on[0]][3], ranks_on) for ranks_on, ok in zip(batch, answered) if not ok]
     return silent
 

@@ -44,7 +44,7 @@ MPIABI_EXPORT int mpic_liveness_listen(const char *address, int rank) {
   hints.ai_socktype = SOCK_STREAM;
   if (getaddrinfo(address, "0", &hints, &found) != 0 || !found) return -1;
   int s = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s < 0 || bind(s, found->ai_addr, found->ai_addrlen) != 0 || listen(s, 64) != 0) {
+  if (s < 0 || bind(s, found->ai_addr, found->ai_addrlen) != 0 || listen(s, SOMAXCONN) != 0) {
     if (s >= 0) close(s);
     freeaddrinfo(found);
     return -1;
