@@ -7,13 +7,13 @@
  * answers: no answer must mean the host is cut off or stopped, never that
  * the rank is busy. A healthy job costs one idle thread and one socket. */
 #include <netdb.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "common.h"
+#include "threads.h"
 
 static int listener = -1;
 static char answer[96];
@@ -64,13 +64,7 @@ MPIABI_EXPORT int mpic_liveness_listen(const char *address, int rank) {
   int n = snprintf(answer, sizeof answer, "mpi-collectives rank %d pid %d alive\n", rank, (int)getpid());
   answer_len = n < 0 ? 0 : (size_t)n < sizeof answer ? (size_t)n : sizeof answer - 1;
   listener = s;
-  pthread_t t;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  int err = pthread_create(&t, &attr, answer_each, NULL);
-  pthread_attr_destroy(&attr);
-  if (err != 0) {
+  if (mpic_start_detached(answer_each, NULL) != 0) {
     close(s);
     listener = -1;
     return -1;

@@ -16,7 +16,6 @@
  * for that, woken by the handler through a semaphore (sem_post is
  * async-signal-safe; a timer or SIGALRM would take a signal from the program).
  * A second SIGTERM ends the rank at once. */
-#include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 #include "flight.h"
 #include "self_watch.h"
 #include "stop_signals.h"
+#include "threads.h"
 
 int mpic_stopping = 0;
 static char line[512], record_head[160], grace_line[640], too_late_line[640];
@@ -97,13 +97,7 @@ MPIABI_EXPORT int mpic_preemption_grace(int rank, int size, int grace) {
                rank, size, grace);
   too_late_line_len = n < 0 ? 0 : (size_t)n < sizeof too_late_line ? (size_t)n : sizeof too_late_line - 1;
   if (sem_init(&grace_started, 0, 0) != 0) return -1;
-  pthread_t t;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  int err = pthread_create(&t, &attr, end_after_grace, NULL);
-  pthread_attr_destroy(&attr);
-  if (err != 0) return -1;
+  if (mpic_start_detached(end_after_grace, NULL) != 0) return -1;
   __atomic_store_n(&grace_seconds, grace, __ATOMIC_SEQ_CST);
   return 0;
 }
