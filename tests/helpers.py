@@ -30,6 +30,13 @@ EXPECTED_FAMILY = os.environ.get("MPI_COLLECTIVES_TEST_FAMILY", "mpich")
 # jax-<version>): tests whose answer cannot depend on it run in "mpich" only.
 TEST_CONFIG = os.environ.get("MPI_COLLECTIVES_TEST_CONFIG", "mpich")
 ONCE = TEST_CONFIG == "mpich"
+# The standard-ABI configuration loads MPICH's libmpi_abi.so under MPICH's own Hydra: what depends
+# only on the package's watchers and the launcher, not on the library's ABI (the stall limit and
+# trace files, a plain program's faults, the preemption grace, the sub-mesh's 2-device case), the
+# mpich configuration answers; the ABI-dependent cases (collectives, the wrapper, a stall's
+# report, a rank killed) run there as on every family.
+NOT_STANDARD = pytest.mark.skipif(TEST_CONFIG == "standard", reason="the watchers and MPICH's launcher, the same "
+                                  "as in the mpich configuration: the standard ABI changes only the library's ABI")
 
 # mpi4py's wheels hold builds for the MPICH and Open MPI ABIs only: with the
 # standard ABI it would load MPICH's libmpi.so.12 beside libmpi_abi.so.1.

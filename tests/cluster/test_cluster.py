@@ -83,16 +83,29 @@ def no_strays(request):
         c.kill_strays()
 
 
+SLURM_PMI2_GARBLED = "mpi/pmi2: invalid client request"
+
+
 def on_node1(c, cmd, env=None, timeout=LAUNCH_TIMEOUT, cwd=HERE):
     """Run `cmd` on node1 (the login node: slurmctld runs there, and every launch starts there)."""
     base = {"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None,
             "MPI_COLLECTIVES_INIT_TIMEOUT": "60"}
     base.update(env or {})
-    start = time.monotonic()
-    proc = run(c.command("node1", cmd, cwd=cwd), env=base, timeout=timeout)
-    proc.seconds = time.monotonic() - start
-    print(f"{' '.join(cmd[:6])} ...: exit {proc.returncode} in {proc.seconds:.1f} s")
-    return proc
+    for attempt in (1, 2):
+        start = time.monotonic()
+        proc = run(c.command("node1", cmd, cwd=cwd), env=base, timeout=timeout)
+        proc.seconds = time.monotonic() - start
+        print(f"{' '.join(cmd[:6])} ...: exit {proc.returncode} in {proc.seconds:.1f} s")
+        if attempt == 1 and cmd[0] == "srun" and SLURM_PMI2_GARBLED in proc.stderr:
+            # Slurm's PMI2 server (slurmstepd) now and then reads MPICH's business-card put out of
+            # step, under load, inside MPI_Init, before any of this package's code has run (seen
+            # once in CI on a fresh machine: "value not properly terminated in client request");
+            # the same is reported from real clusters (ufs-weather-model issue 1732). It is no
+            # answer about the package, so the launch runs once more, saying so.
+            print(f"slurmstepd garbled MPICH's PMI2 request inside MPI_Init; launching once more:\n"
+                  f"{proc.stderr[-1500:]}")
+            continue
+        return proc
 
 
 def passes(proc, n, case="plain"):

@@ -13,14 +13,14 @@ import uuid
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, ONCE, PROGRAMS, mpiexec_path
+from helpers import EXPECTED_FAMILY, NOT_STANDARD, ONCE, PROGRAMS, mpiexec_path
 from mpi_collectives.tools import launching
 from test_failures import END_WITHIN, finish_job, ready_count, ready_ranks
 
 # SIGTERM, the stall report and a killed rank on every family; SIGTERM and the stall report on every jax
 # version too (the plugin hook's path); a rank that finishes early or raises (the same watchers as for
 # initialize(), whose own tests run everywhere) once, on MPICH (CI's budget).
-pytestmark = pytest.mark.jax
+pytestmark = [pytest.mark.jax, NOT_STANDARD]
 once = pytest.mark.skipif(not ONCE, reason="the same watchers as initialize()'s, tested on every family there")
 PROGRAM = os.path.join(PROGRAMS, "plain_faults.py")
 EXIT_TIMEOUT = 5

@@ -15,14 +15,14 @@ import uuid
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, ONCE, PROGRAMS, mpiexec_path, read_until
+from helpers import EXPECTED_FAMILY, NOT_STANDARD, ONCE, PROGRAMS, mpiexec_path, read_until
 from mpi_collectives.tools import launching
 from test_failures import finish_job
 
 # Every family runs the loop that saves and the grace through initialize(); the jax-version configurations
 # (scripts/test.sh) run the loop that saves, where JAX's preemption API could differ; the plain program's
 # grace and a loop that never asks (family-independent paths of ours) run once, on MPICH (CI's budget).
-pytestmark = pytest.mark.jax
+pytestmark = [pytest.mark.jax, NOT_STANDARD]
 once = pytest.mark.skipif(not ONCE, reason="family-independent: runs once, in the mpich configuration")
 PROGRAM = os.path.join(PROGRAMS, "preemption.py")
 BACKENDS = ["initialize", "plain"]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers import ONCE, PROGRAMS, explain, mpirun
+from helpers import NOT_STANDARD, ONCE, PROGRAMS, explain, mpirun
 
 from mpi_collectives.integration.jax_compat import LOCAL_DEVICES_JAX, installed_jax, version_tuple
 
@@ -36,12 +36,14 @@ def test_a_stalled_rank_is_named_with_its_stacks_and_the_job_finishes():
     assert "rank 0/2 (pid" not in proc.stderr, explain(proc)  # only the missing rank's stacks
 
 
+@NOT_STANDARD
 def test_no_report_below_the_threshold():
     proc, _ = launch(2, {"MPI_COLLECTIVES_STALL_REPORT": "30"})
     assert proc.returncode == 0 and proc.stdout.count("PASS stall rank") == 2, explain(proc)
     assert "stall:" not in proc.stderr, explain(proc)
 
 
+@NOT_STANDARD
 def test_the_stall_limit_ends_the_job_with_every_ranks_record():
     proc, seconds = launch(300, {"MPI_COLLECTIVES_STALL_REPORT": "3", "MPI_COLLECTIVES_STALL_TIMEOUT": "5"})
     assert proc.returncode != 0 and "PASS" not in proc.stdout, explain(proc)
@@ -65,6 +67,7 @@ def test_a_stall_with_two_devices_per_process():
     assert "in away_from_the_collective" in proc.stderr, explain(proc)
 
 
+@NOT_STANDARD
 def test_the_trace_dir_holds_the_records(tmp_path):
     proc, _ = launch(300, {"MPI_COLLECTIVES_STALL_REPORT": "3", "MPI_COLLECTIVES_STALL_TIMEOUT": "4",
                            "MPI_COLLECTIVES_TRACE_DIR": str(tmp_path)})
@@ -75,6 +78,7 @@ def test_the_trace_dir_holds_the_records(tmp_path):
         assert f"rank {rank}/2's last collectives" not in proc.stderr, explain(proc)
 
 
+@NOT_STANDARD
 def test_a_trace_dir_that_cannot_be_written_keeps_the_records_on_stderr(tmp_path):
     missing = tmp_path / "not-there"
     proc, _ = launch(300, {"MPI_COLLECTIVES_STALL_REPORT": "3", "MPI_COLLECTIVES_STALL_TIMEOUT": "4",
