@@ -31,6 +31,7 @@ from ..base.machine import machine_id
 
 CHECK_AFTER = 30.0  # s of one wait before the first check: JAX's heartbeat ends the job at 100 s
 ANSWER_TIMEOUT = 10.0  # s a host has to answer
+AFTER_THE_OTHERS = 3.0  # s a rank that finds no other host answering waits past its deadline before ending
 _KEY = "mpi_collectives/liveness/"
 _ONE_BATCH = 256  # connections open at once (file descriptors)
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ETIMEDOUT, errno.EHOSTDOWN, errno.ENETDOWN}

@@ -226,9 +226,16 @@ class Watch:
     def _check_hosts(self, mine: State, held: float):
         members = [] if mpi.describe(mine.sig) in SPLIT_KINDS or not mine.sig else mpi.members(mine.comm)
         members = members or list(range(self.size))
+        asked = time.monotonic()
         silent = liveness.silent_hosts(self.hosts, members)
         if not silent:
             return
+        # "No route" can come back before the deadline, at a moment set by each host's own neighbour
+        # (ARP) table, seconds apart between the askers: the first to end the job would then abort
+        # the others before their lines. Every asker concludes at the deadline instead, and its
+        # line goes out within the second that the ending leaves the launcher (seen in CI: rank 0
+        # ended 8 s into its check, before rank 2's line).
+        self.stop.wait(max(0.0, asked + liveness.ANSWER_TIMEOUT - time.monotonic()))
         what = _collective(mine.sig, mine.comm, mine.seq)
         others = self.hosts.hosts_of(members)
         named = "; ".join(f"{host} (rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks[:8]))}"
@@ -238,8 +245,9 @@ class Watch:
                    f"the host it runs on ({self.host}) has most likely lost its network")
             # Most likely this rank is the one cut off: the ranks on the hosts that still reach each
             # other name the lost host, which is what the user needs, so they go first (an abort
-            # from here could reach them through the launcher before they print).
-            self.stop.wait(liveness.ANSWER_TIMEOUT)
+            # from here could reach them through the launcher before they print). They conclude
+            # at their own deadlines, within a second of this one, and print then.
+            self.stop.wait(liveness.AFTER_THE_OTHERS)
         else:
             who = (f"{named} {'does' if len(silent) == 1 else 'do'} not answer over the network within "
                    f"{liveness.ANSWER_TIMEOUT:.0f} s: the host is cut off or stopped (a link down, the node "

@@ -34,6 +34,7 @@ import pytest
 
 from cluster_harness import SUBNET, Cluster, why_not_here
 from helpers import EXPECTED_FAMILY, HERE, MPI_SUITES, PROGRAMS, ROOT, check_every_rank_passed, explain, run
+from mpi_collectives.services import liveness
 from mpi_collectives.tools import launching
 from readme_blocks import blocks as readme_blocks
 
@@ -512,8 +513,13 @@ def test_a_host_lost_while_the_job_runs_is_named_by_every_other_rank(cluster, fa
                     ended[r] = time.monotonic() - cut
             time.sleep(0.5)
     finally:
-        if proc.poll() is None:
-            time.sleep(3)  # the launcher forwards the last lines
+        # The launcher forwards the last lines. With node1 cut off, rank 0 (beside the launcher)
+        # ends AFTER_THE_OTHERS s after the others, who cannot reach the launcher.
+        settle = time.monotonic() + (3 + 2 * liveness.AFTER_THE_OTHERS if lost == "node1" else 3)
+        while proc.poll() is None and time.monotonic() < settle and "lost its network" not in "".join(err):
+            time.sleep(0.2)
+        if "lost its network" in "".join(err):
+            time.sleep(1)  # the rest of that rank's lines
         if proc.poll() is None:  # a launcher still waiting for the lost host's ranks
             launching.end(proc)
         proc.wait()
