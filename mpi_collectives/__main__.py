@@ -80,6 +80,22 @@ def tunings_initialize_would_apply(rank: int, size: int) -> list:
     return [line for line in lines if line]
 
 
+def job_wide_choices(rank: int, size: int, level: str) -> str:
+    """Whether every rank of this launch would start initialize() with the same settings
+    (job_choices.py), in words."""
+    from .services import job_choices, library_settings
+    from .base import settings
+    chosen = settings.read()
+    variables, line = library_settings.for_this_process(chosen, apply=False)
+    implementation = os.environ.get("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "mpi")
+    mine = job_choices.this_rank(chosen, level, implementation, line, environ=dict(os.environ, **variables))
+    differ = job_choices.agree(rank, size, mine, float(chosen.timeout))
+    if differ:
+        return differ
+    shown = ", ".join(f"{k}={v}" for k, v in mine.items() if k != "why")
+    return f"the same on all {size} ranks: {shown}"
+
+
 def cmd_libpath(args) -> int:
     print(libpath())
     return 0
@@ -93,6 +109,7 @@ def cmd_info(args) -> int:
         info["thread_level"] = mpi.thread_level_name(mpi.init())
         info["rank"], info["size"] = mpi.rank_size()
         info["tunings"] = tunings_initialize_would_apply(info["rank"], info["size"])
+        info["job"] = job_wide_choices(info["rank"], info["size"], info["thread_level"])
         if info["rank"] != 0:
             return 0
     if args.json:

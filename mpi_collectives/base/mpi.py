@@ -8,7 +8,7 @@ other module of the package touches its ffi or lib.
   not_loaded_message();
 - MPI itself, only what initialize() and the host helpers need: init(),
   is_initialized(), rank_size(), barrier(), bcast(), allgather(),
-  allreduce(), isend()/irecv()/test(), handle();
+  allreduce(), isend()/irecv()/test()/wait_all(), handle();
 - the peers watcher (native/src/services/ending/): watch_peers(), watch_self_prepare(), watch_self(),
   watch_stop(), watch_self_finished(), watch_self_quiet(), wait_state();
 - end_job(line): the native layer's one way to end the whole job.
@@ -283,6 +283,19 @@ def test(request) -> bool:
     flag = ffi.new("int *")
     _check(lib.MPIABI_Test(request, flag, lib.MPIABI_STATUS_IGNORE), "MPI_Test")
     return bool(flag[0])
+
+
+def wait_all(requests, timeout: float) -> list:
+    """Poll (request, array) pairs of isend()/irecv() until all complete or `timeout` seconds
+    pass; the indices of those still pending. (Polling, never MPI_Wait: a caller can give up.)"""
+    import time
+    deadline = time.monotonic() + timeout
+    pending = list(range(len(requests)))
+    while pending and time.monotonic() < deadline:
+        pending = [i for i in pending if not test(requests[i][0])]
+        if pending:
+            time.sleep(0.001)
+    return pending
 
 
 def handle(name: str) -> int:

@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 
-from ..services import coordinator, exit_hooks, library_settings, meeting, peers, stall, tuning
+from ..services import coordinator, exit_hooks, job_choices, library_settings, meeting, peers, stall, tuning
 from . import gpus, jax_compat, narrow_dtypes, preemption
 from ..base import mpi
 from ..base import settings as _settings
@@ -231,7 +231,8 @@ def _start_up(settings, collectives) -> Started:
     # Before MPI and JAX allocate: their buffers are served the same way.
     tunings = [tuning.keep_freed_memory(settings.keep_memory)]
     tunings.append(tuning.one_arena(tunings[0]))
-    tunings.append(library_settings.set_for_this_process(settings))  # MPI_Init reads them
+    mpi_settings = library_settings.set_for_this_process(settings)  # MPI_Init reads them
+    tunings.append(mpi_settings)
     level = mpi.thread_level_name(init_mpi_or_end_job(settings))
     rank, size = mpi.rank_size()
     log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")
@@ -243,6 +244,13 @@ def _start_up(settings, collectives) -> Started:
         end_job(f"rank {rank}/{size}: initialize() failed while meeting the other ranks: "
                 f"{type(e).__name__}: {e}. Fix: see the error; every rank of the job has been stopped.")
     log(f"coordinator {choice.address}, listening on {choice.bind or 'every interface'}")
+    # Before the first collective of the job (binding's exchange below, then JAX's): ranks that
+    # chose differently would hang in it.
+    implementation = collectives or os.environ["JAX_CPU_COLLECTIVES_IMPLEMENTATION"]
+    differ = job_choices.agree(rank, size, job_choices.this_rank(settings, level, implementation, mpi_settings),
+                               float(settings.timeout))
+    if differ:
+        raise InitializeError("mpi-collectives: " + differ)
     # Before JAX creates its backend, whose thread pool takes this thread's CPU set.
     tunings.append(tuning.bind_cpus(rank, size, mpi.allgather, settings.bind_cpus))
     gpu_ids, line = gpus.decide(rank, size, settings.local_device_ids, mpi.allgather)
@@ -253,8 +261,7 @@ def _start_up(settings, collectives) -> Started:
 
     import jax
     # jax before 0.4.3x reads the option only from its config, not the environment.
-    jax.config.update("jax_cpu_collectives_implementation",
-                      collectives or os.environ["JAX_CPU_COLLECTIVES_IMPLEMENTATION"])
+    jax.config.update("jax_cpu_collectives_implementation", implementation)
     narrow_dtypes.install()  # float16/float8 collectives, which XLA refuses over MPI
     devices = _agree_on_local_devices(rank, size, level)
     return Started(rank=rank, size=size, family=family, level=level, choice=choice, tunings=tunings,

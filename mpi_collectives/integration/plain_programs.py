@@ -19,13 +19,14 @@ MPI communicators; at that moment, for such a program, this module
   through the cluster environment (cluster.py), which ran initialize()'s
   start-up, at once; for one that called jax.distributed.initialize() with
   its own arguments, after starting MPI here, as XLA would a moment later
-  (the native layer then answers XLA's own MPI_Init_thread).
+  (the native layer then answers XLA's own MPI_Init_thread), and its
+  ranks compare their settings as initialize()'s do (job_choices).
 It does nothing when JAX's MPI is not this package's wrapper.
 """
 import threading
 
 from . import jax_compat, jax_setup, narrow_dtypes
-from ..services import library_settings
+from ..services import job_choices, library_settings
 from ..base import mpi
 from ..base import settings as _settings
 from ..base.ending import end_job
@@ -72,8 +73,12 @@ def _finish_own_start() -> None:
     line = library_settings.set_for_this_process(settings)  # before MPI_Init reads them
     if line:
         log(line)
-    jax_setup.init_mpi_or_end_job(settings)
+    level = mpi.thread_level_name(jax_setup.init_mpi_or_end_job(settings))
     rank, size = mpi.rank_size()
+    differ = job_choices.agree(rank, size, job_choices.this_rank(settings, level, "mpi", line),
+                               float(settings.timeout))
+    if differ:  # every rank has the line: XLA's first collective would hang or fail
+        end_job(differ)
     log(f"a program that started jax.distributed itself: rank {rank}/{size}, SIGTERM, stall report and "
         "peer watch on")
     jax_setup.finish_steps(rank, size, settings, str(getattr(state, "coordinator_address", "")))

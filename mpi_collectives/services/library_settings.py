@@ -2,16 +2,29 @@
 
 MPI libraries read their tunables from the environment at MPI_Init, so the
 choice is made from what is known before it: the library's version line
-(MPI_Get_library_version may be called before MPI_Init), the launcher's
-count of ranks on this node, and this node's CPUs. The values come from, in
+(MPI_Get_library_version may be called before MPI_Init), the job's layout as
+the launcher describes it, and this node's CPUs. The values come from, in
 order:
 
 1. you: any collective setting of the library already in the environment
    leaves all of them to you;
 2. the tuning file that `mpi-collectives tune` writes, for this MPI
-   installation, ranks per node and CPUs;
+   installation, ranks per node and CPUs: only where every node of the job
+   holds the same number of ranks and the launcher says so (job_layout());
 3. what was measured faster than the library's defaults at node scale
    (DEFAULTS; docs/configuration.md has the numbers).
+
+One job, one set of choices: an MPI library's collectives hang or fail when
+its ranks run different algorithms, and no rank can ask the others before
+MPI_Init. So a rank chooses from what every rank of the job shares, and only
+from that: a tuning entry is keyed on ranks per node, which a rank knows for
+the whole job only when the launcher describes every node (Slurm's
+SLURM_STEP_TASKS_PER_NODE) or the job has one node; an uneven job, or one whose
+launcher describes only this node (Hydra's mpiexec, Open MPI's mpirun across
+nodes), takes the built-in default on every rank. What a rank cannot know
+(a tuning file only some nodes see, nodes of different sizes, a variable set
+on one rank) is compared after MPI_Init by job_choices.py, which stops a job
+whose ranks differ with one line.
 
 Only variables and values from KNOWN are ever set, whatever a file says: a
 file cannot name a library to load, a path, or anything else.
@@ -22,7 +35,7 @@ import os
 import re
 import stat
 
-from ..base import mpi
+from ..base import launchers, mpi
 
 FORMAT = 1
 
@@ -105,18 +118,23 @@ def users_own(impl: str, environ) -> list:
 
 # ---- where the job runs: known before MPI starts ----
 
-def _slurm_tasks_per_node(environ):
-    """This node's entry of SLURM_STEP_TASKS_PER_NODE ("16(x2),8": 16 on nodes 0-1, 8 on node 2)."""
-    spec, node = environ.get("SLURM_STEP_TASKS_PER_NODE") or environ.get("SLURM_TASKS_PER_NODE"), \
-        environ.get("SLURM_NODEID")
-    if not spec or node is None:
-        return None
+def _counts(spec):
+    """Slurm's compressed list ("16(x2),8") as [16, 16, 8], or None."""
     counts = []
-    for part in spec.split(","):
+    for part in (spec or "").split(","):
         m = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
         if not m:
             return None
         counts += [int(m.group(1))] * int(m.group(2) or 1)
+    return counts or None
+
+
+def _slurm_tasks_per_node(environ):
+    """This node's entry of SLURM_STEP_TASKS_PER_NODE ("16(x2),8": 16 on nodes 0-1, 8 on node 2)."""
+    counts = _counts(environ.get("SLURM_STEP_TASKS_PER_NODE") or environ.get("SLURM_TASKS_PER_NODE"))
+    node = environ.get("SLURM_NODEID")
+    if not counts or node is None or not node.isdigit():
+        return None
     return counts[int(node)] if int(node) < len(counts) else None
 
 
@@ -126,6 +144,34 @@ def local_ranks(environ=os.environ):
         if (environ.get(name) or "").isdigit():
             return int(environ[name])
     return _slurm_tasks_per_node(environ)
+
+
+# per_node: ranks on each node of the job, when every rank can know it (else None); size: the
+# job's ranks; local: this node's; how: where per_node came from, or why it is unknown.
+Layout = collections.namedtuple("Layout", "per_node size local how")
+
+
+def job_layout(environ=os.environ) -> Layout:
+    """The job's ranks per node as every rank of it can know before MPI starts."""
+    size = launchers.launcher_rank_size(environ)[1] if launchers.launcher(environ) else None
+    local = local_ranks(environ)
+    if size is None or local is None:
+        return Layout(None, size, local, "the launcher does not say how many ranks run on this node")
+    # srun's step describes every node; the same variables seen by ranks that another launcher
+    # started inside an allocation (Hydra's proxies are one srun step) describe that step instead:
+    # used only when they count this job's ranks.
+    steps = _counts(environ.get("SLURM_STEP_TASKS_PER_NODE"))
+    node = environ.get("SLURM_NODEID", "")
+    if (steps and sum(steps) == size and node.isdigit() and int(node) < len(steps)
+            and steps[int(node)] == local):
+        cpus = _counts(environ.get("SLURM_JOB_CPUS_PER_NODE"))
+        if cpus and len(set(cpus)) > 1 and len(set(steps)) == 1:
+            return Layout(None, size, local, f"Slurm gave this job's nodes different CPU counts "
+                                             f"({environ['SLURM_JOB_CPUS_PER_NODE']})")
+        return Layout(tuple(steps), size, local, "Slurm's SLURM_STEP_TASKS_PER_NODE")
+    if local == size:
+        return Layout((size,), size, local, "one node")
+    return Layout(None, size, local, f"the launcher describes only this node ({local} of the job's {size} ranks)")
 
 
 def node_cpus() -> int:
@@ -206,9 +252,15 @@ def write_entry(path: str, entry: dict) -> None:
 
 # ---- the decision ----
 
+def _shown(per_node) -> str:
+    return ",".join(map(str, per_node))
+
+
 def decide(version_line: str, library: str, environ, *, enabled=True, initialized=False, path=None,
-           ranks=None, cpus=None) -> tuple:
-    """({variable: value} to set, the line for Info.tunings; "" where there is nothing to say)."""
+           ranks=None, cpus=None, layout=None) -> tuple:
+    """({variable: value} to set, the line for Info.tunings; "" where there is nothing to say).
+    `layout` (job_layout()'s) defaults to the environment's; `ranks` is short for an even job of
+    that many ranks per node."""
     if not enabled:
         return {}, "mpi-settings: off (MPI_COLLECTIVES_MPI_SETTINGS=0)"
     impl = implementation(version_line)
@@ -221,21 +273,32 @@ def decide(version_line: str, library: str, environ, *, enabled=True, initialize
         return {}, "mpi-settings: not applied (MPI was initialized before initialize(), by another library)"
     path = path or default_file(environ)
     library = os.path.realpath(library) if library else library
-    ranks = local_ranks(environ) if ranks is None else ranks
+    if layout is None:
+        layout = Layout((ranks,), ranks, ranks, "given") if ranks is not None else job_layout(environ)
     cpus = node_cpus() if cpus is None else cpus
     note = ""
     try:
         entries = read_file(path)
     except Refused as e:
         entries, note = [], f"; tuning file ignored: {e}"
-    entry = matching(entries, version_line, library, ranks, cpus)
+    even = layout.per_node is not None and len(set(layout.per_node)) == 1
+    ranks = layout.per_node[0] if even else None
+    entry = matching(entries, version_line, library, ranks, cpus) if even else None
     if entry is not None:
         chosen, why = entry["settings"], f"measured by mpi-collectives tune on {entry.get('date', '?')}"
     else:
         if entries and not note:
-            shapes = sorted({f"{e.get('ranks_per_node')} ranks on {e.get('cpus')} CPUs" for e in entries})
-            note = (f"; {path} has no entry for this MPI with {ranks} ranks on {cpus} CPUs "
-                    f"(it has {', '.join(shapes)}): run mpi-collectives tune for this shape")
+            if not even:
+                # Nodes with different numbers of ranks would each take another entry (or none),
+                # and their collectives would no longer meet: one choice for all instead.
+                uneven = (f"this job's nodes hold different numbers of ranks ({_shown(layout.per_node)}, "
+                          f"{layout.how})" if layout.per_node is not None else layout.how)
+                note = (f"; {path} not used: its entries are each for one number of ranks per node, and "
+                        f"{uneven}, so every rank takes the same built-in choice")
+            else:
+                shapes = sorted({f"{e.get('ranks_per_node')} ranks on {e.get('cpus')} CPUs" for e in entries})
+                note = (f"; {path} has no entry for this MPI with {ranks} ranks on {cpus} CPUs "
+                        f"(it has {', '.join(shapes)}): run mpi-collectives tune for this shape")
         chosen, why = DEFAULTS.get(impl, {}), DEFAULTS_WHY.get(impl, "")
     if not chosen:
         why = "measured fastest by mpi-collectives tune" if entry is not None else "nothing measured faster"
@@ -244,11 +307,17 @@ def decide(version_line: str, library: str, environ, *, enabled=True, initialize
     return with_implied(impl, chosen), f"mpi-settings: {shown} ({why}){note}"
 
 
-def set_for_this_process(settings, apply=True) -> str:
-    """Puts this process's choice in the environment, before MPI_Init reads it (with apply=False
-    only decides, as if MPI were not initialized yet); the line for Info.tunings."""
+def for_this_process(settings, apply=True) -> tuple:
+    """(the variables this process's MPI_Init gets, the line for Info.tunings); with apply=True they
+    are put in the environment, before MPI_Init reads them; with apply=False only decided, as if
+    MPI were not initialized yet."""
     chosen, line = decide(mpi.library_version(), mpi.library(), os.environ, enabled=bool(settings.mpi_settings),
                           initialized=apply and mpi.is_initialized(), path=settings.tuning_file)
     if apply:
         os.environ.update(chosen)
-    return line
+    return chosen, line
+
+
+def set_for_this_process(settings, apply=True) -> str:
+    """for_this_process()'s line only."""
+    return for_this_process(settings, apply)[1]

@@ -10,7 +10,6 @@ ranks is `PROBE|port|address,address,...`, they reply on TAG_PROBED with one
 """
 import os
 import socket
-import time
 
 import numpy as np
 
@@ -40,17 +39,6 @@ def record(text: str) -> np.ndarray:
 def text(message: np.ndarray) -> str:
     """The text of a record."""
     return bytes(message).split(b"\0", 1)[0].decode(errors="replace")
-
-
-def wait(requests, timeout: float) -> list:
-    """Poll (request, buffer) pairs until all complete or the timeout passes; the indices still pending."""
-    deadline = time.monotonic() + timeout
-    pending = list(range(len(requests)))
-    while pending and time.monotonic() < deadline:
-        pending = [i for i in pending if not mpi.test(requests[i][0])]
-        if pending:
-            time.sleep(0.002)
-    return pending
 
 
 def version_mismatch(hellos):
@@ -88,7 +76,7 @@ def meet(rank: int, size: int, settings):
         return _meet_as_other(rank, size, timeout)
 
     hellos = [mpi.irecv(np.zeros(RECORD, np.uint8), r, TAG_HELLO) for r in range(1, size)]
-    missing = wait(hellos, timeout)
+    missing = mpi.wait_all(hellos, timeout)
     if missing:
         ranks = ", ".join(str(i + 1) for i in missing)
         end_job(f"after {timeout:.0f} s in initialize(), rank(s) {ranks} of {size} had not called it. Fix: "
@@ -106,7 +94,7 @@ def meet(rank: int, size: int, settings):
     else:
         reply = _attempt(lambda: _final(_probe(hosts, settings, timeout)))
     sends = [mpi.isend(record(reply), r, TAG_ANSWER) for r in range(1, size)]
-    wait(sends, timeout)
+    mpi.wait_all(sends, timeout)
     return _answer(reply)
 
 
@@ -135,8 +123,8 @@ def _probe(hosts, settings, timeout):
                 probers.append(r)
         question = f"PROBE|{listeners.port}|{','.join(listeners.addresses)}"
         replies = [mpi.irecv(np.zeros(RECORD, np.uint8), r, TAG_PROBED) for r in probers]
-        wait([mpi.isend(record(question), r, TAG_ANSWER) for r in probers], timeout)
-        late = wait(replies, timeout)
+        mpi.wait_all([mpi.isend(record(question), r, TAG_ANSWER) for r in probers], timeout)
+        late = mpi.wait_all(replies, timeout)
         if late:
             end_job(f"rank(s) {', '.join(str(probers[i]) for i in late)} did not answer rank 0's question "
                     f"about the coordinator's address within {timeout:.0f} s (they died, or hang in MPI).")
@@ -151,11 +139,11 @@ def _meet_as_other(rank, size, timeout):
     send = mpi.isend(record(hello()), 0, TAG_HELLO)
     while True:
         answer = mpi.irecv(np.zeros(RECORD, np.uint8), 0, TAG_ANSWER)
-        if wait([answer], timeout):
+        if mpi.wait_all([answer], timeout):
             end_job(f"rank {rank}/{size} waited {timeout:.0f} s for rank 0 in initialize(): rank 0 never "
                     "called it (or died). Fix: call mpi_collectives.initialize() on every rank, or raise "
                     "MPI_COLLECTIVES_INIT_TIMEOUT if rank 0 is just slow.")
-        wait([send], timeout)
+        mpi.wait_all([send], timeout)
         reply = text(answer[1])
         if not reply.startswith("PROBE|"):
             return _answer(reply)

@@ -1,0 +1,188 @@
+"""One job, one set of choices: what each rank chose that changes what the MPI
+library or the wrapper does on the wire, compared across the job after
+MPI_Init and before JAX's first collective.
+
+An MPI library whose ranks run different collective algorithms hangs in its
+first all-reduce, or fails with an error that names no cause ("Message
+truncated"); the wrapper's agreement check on some ranks only does the same.
+library_settings.py chooses from what every rank shares, but some things a
+rank cannot know before MPI starts (a tuning file only some nodes see, nodes
+of different sizes, a variable a launcher passed to some ranks only). So the
+ranks compare here, by point-to-point messages to rank 0 (never by a
+collective, whose algorithm may be the very thing that differs), and a job
+whose ranks differ stops with one line on every rank naming the setting, the
+ranks, their values and the fix.
+
+What is compared (this_rank()): the MPI library and the thread level it
+granted, the MPI library's collective variables in the environment after
+initialize() set its own, JAX's collectives implementation, and the
+wrapper's settings that change what goes on the wire or which calls XLA may
+make (the agreement check, the answer to MPI_Is_thread_main). CPU devices per
+process are compared right after, in jax_setup. Settings that act on one
+rank alone (binding, freed memory, the stall report) may differ.
+"""
+import collections
+import os
+import socket
+
+import numpy as np
+
+from . import library_settings
+from ..base import mpi
+from ..base.ending import end_job
+
+CHOICES_BYTES = 4096  # each rank's choices as text (name=value lines)
+TAG_CHOICES, TAG_VERDICT = 7311, 7312
+UNSET = "unset"
+
+# The wrapper's settings that change what a rank puts on the wire or lets XLA do: the
+# environment variable (what a user sets) and the field of settings.Settings.
+WIRE_SETTINGS = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "check_collectives", "MPI_COLLECTIVES_ANY_THREAD": "any_thread"}
+# How to make each kind of setting the same on every rank.
+_FIX_ENV = ("set {name} to one value for every rank (export it in the job script before the launcher: "
+            "mpiexec -genv, mpirun -x and srun pass the environment on), or unset it everywhere")
+_FIX_TUNING = ("make every node read the same tuning file (MPI_COLLECTIVES_TUNING_FILE on a filesystem every "
+               "node shares, and `mpi-collectives tune` for each kind of node the job uses), or set "
+               "MPI_COLLECTIVES_MPI_SETTINGS=0 for the library's defaults on every rank")
+_FIX_INSTALL = ("run every rank with the same MPI installation and the same mpi-collectives settings (one "
+                "module environment, one venv on a shared filesystem)")
+
+
+def this_rank(settings, level: str, collectives: str, settings_line: str = "", environ=os.environ) -> dict:
+    """This rank's choices, {name: value} in a fixed order: `settings` (base.settings.read()'s),
+    the thread level MPI granted, JAX's collectives implementation, and `settings_line`,
+    library_settings' line for this rank (why its MPI library variables are what they are),
+    which is said beside a difference and never compared."""
+    version = mpi.library_version() or ""
+    impl = library_settings.implementation(version)
+    pattern = library_settings.USERS_OWN.get(impl)
+    patterns = [pattern] if pattern else list(library_settings.USERS_OWN.values())
+    out = {"MPI library": mpi.library_name(), "MPI thread level": level,
+           "JAX_CPU_COLLECTIVES_IMPLEMENTATION": collectives or UNSET}
+    for name, field in WIRE_SETTINGS.items():
+        out[name] = str(getattr(settings, field))
+    implied = {k for v in library_settings.KNOWN.get(impl, ()) for k in v.implies}
+    for name in sorted(environ):
+        if any(p.match(name) for p in patterns) or name in implied:
+            out[name] = environ[name]
+    out["why"] = _source(settings_line)
+    return out
+
+
+def _source(settings_line: str) -> str:
+    """Where library_settings' line says this rank's MPI library variables came from, in a few words."""
+    for words, source in (("left to your", "set by you"), ("measured by mpi-collectives tune", "the tuning file"),
+                          ("measured fastest by mpi-collectives tune", "the tuning file"),
+                          ("MPI_COLLECTIVES_MPI_SETTINGS=0", "MPI_COLLECTIVES_MPI_SETTINGS=0"),
+                          ("initialized before initialize()", "MPI started by another library"),
+                          ("mpi-settings: ", "the built-in default")):
+        if words in (settings_line or ""):
+            return source
+    return ""
+
+
+def encode(choices: dict) -> np.ndarray:
+    data = "\n".join(f"{k}={v}" for k, v in choices.items()).encode()[:CHOICES_BYTES - 1]
+    out = np.zeros(CHOICES_BYTES, np.uint8)
+    out[:len(data)] = np.frombuffer(data, np.uint8)
+    return out
+
+
+def decode(message: np.ndarray) -> dict:
+    text = bytes(message).split(b"\0", 1)[0].decode(errors="replace")
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def ranks_text(ranks) -> str:
+    """[0, 1, 2, 5] -> 'ranks 0-2, 5'; [3] -> 'rank 3'."""
+    ranks, parts, start = sorted(ranks), [], None
+    for i, r in enumerate(ranks):
+        if start is None:
+            start = r
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            parts.append(str(start) if start == r else f"{start}-{r}")
+            start = None
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(parts)
+
+
+def _hosts_text(ranks, hosts) -> str:
+    names = list(dict.fromkeys(hosts[r] for r in ranks if r < len(hosts) and hosts[r]))
+    if len(set(h for h in hosts if h)) < 2:
+        return ""  # one host: naming it says nothing
+    if not names:
+        return ""
+    return " on " + ", ".join(names[:4]) + (f" and {len(names) - 4} more hosts" if len(names) > 4 else "")
+
+
+def difference(choices: list, hosts: list = ()) -> "str | None":
+    """The one line for a job whose ranks (choices[r] is rank r's) chose differently, else None."""
+    names = list(dict.fromkeys(k for c in choices for k in c if k not in _NOT_COMPARED))
+    parts, fixes = [], []
+    for name in names:
+        groups = collections.OrderedDict()
+        for r, c in enumerate(choices):
+            groups.setdefault(c.get(name, UNSET), []).append(r)
+        if len(groups) < 2:
+            continue
+        said = []
+        for value, ranks in groups.items():
+            why = {choices[r].get("why", "") for r in ranks} if name.startswith(_LIBRARY_PREFIXES) else set()
+            why = next(iter(why)) if len(why) == 1 and next(iter(why)) else ""
+            said.append(f"{value} on {ranks_text(ranks)}{_hosts_text(ranks, hosts)}"
+                        + (f" ({why})" if why else ""))
+        parts.append(f"{name} is " + "; ".join(said))
+        fixes.append(_fix(name, choices))
+    if not parts:
+        return None
+    own = [f for f in fixes if f not in (_FIX_INSTALL, _FIX_TUNING)]
+    if len(own) > 1:  # one sentence for every variable to set alike
+        names = [n for n, f in zip([p.split(" is ", 1)[0] for p in parts], fixes) if f in own]
+        fixes = [f for f in fixes if f not in own] + [_FIX_ENV.format(name=" and ".join(names) + " each")]
+    fixes = list(dict.fromkeys(fixes))
+    return ("the ranks of this job chose different settings, and MPI's collectives hang or fail when they "
+            "differ: " + " | ".join(parts) + ". Fix: " + "; and ".join(fixes) + ".")
+
+
+_LIBRARY_PREFIXES = ("MPIR_CVAR_", "I_MPI_", "OMPI_MCA_")
+_NOT_COMPARED = ("why", "host")  # said with a difference, never one
+
+
+def _fix(name: str, choices) -> str:
+    if name in ("MPI library", "MPI thread level"):
+        return _FIX_INSTALL
+    if name.startswith(_LIBRARY_PREFIXES):
+        if any(c.get("why") == "set by you" for c in choices):
+            return _FIX_ENV.format(name=name)
+        return _FIX_TUNING
+    return _FIX_ENV.format(name=name)
+
+
+def agree(rank: int, size: int, mine: dict, timeout: float) -> "str | None":
+    """Compare every rank's choices (this_rank()'s) at rank 0, point to point only; on every rank,
+    None when they are the same, else difference()'s line. A rank that does not send its choices
+    within `timeout` seconds ends the job (it died, or never got here)."""
+    mine = dict(mine, host=socket.gethostname())
+    if size < 2:
+        return None
+    if rank != 0:
+        verdict = mpi.irecv(np.zeros(CHOICES_BYTES, np.uint8), 0, TAG_VERDICT)
+        sent = mpi.isend(encode(mine), 0, TAG_CHOICES)
+        if mpi.wait_all([verdict], timeout):
+            end_job(f"rank {rank}/{size} waited {timeout:.0f} s for rank 0 to compare the ranks' settings: rank 0 "
+                    "died or never got there. Fix: call mpi_collectives.initialize() on every rank.")
+        mpi.wait_all([sent], timeout)
+        text = bytes(verdict[1]).split(b"\0", 1)[0].decode(errors="replace")
+        return text or None
+    reqs = [mpi.irecv(np.zeros(CHOICES_BYTES, np.uint8), r, TAG_CHOICES) for r in range(1, size)]
+    late = mpi.wait_all(reqs, timeout)
+    if late:
+        end_job(f"rank(s) {', '.join(str(i + 1) for i in late)} of {size} did not send rank 0 their settings "
+                f"within {timeout:.0f} s (they died, or never got there). Fix: call mpi_collectives.initialize() "
+                "on every rank.")
+    every = [mine] + [decode(buf) for _, buf in reqs]
+    line = difference(every, [c.get("host", "") for c in every])
+    verdict = np.zeros(CHOICES_BYTES, np.uint8)
+    data = (line or "").encode()[:CHOICES_BYTES - 1]
+    verdict[:len(data)] = np.frombuffer(data, np.uint8)
+    mpi.wait_all([mpi.isend(verdict, r, TAG_VERDICT) for r in range(1, size)], timeout)
+    return line

@@ -1,0 +1,207 @@
+"""One job, one set of choices: each rank chooses its MPI library's settings
+before MPI_Init only from what every rank of the job shares
+(library_settings.job_layout), and after MPI_Init the ranks compare what they
+chose, point to point (services/job_choices.py): a job whose ranks differ
+stops within seconds with one line on every rank, never a hang.
+
+Uneven layouts across hosts, a tuning file one host sees and srun's layouts
+run on the simulated cluster (tests/cluster/test_cluster.py)."""
+import json
+import os
+import re
+import sys
+import time
+
+import pytest
+
+from helpers import EXPECTED_FAMILY, HERE, PROGRAMS, TEST_CONFIG, explain, mpiexec_path, run
+
+MPICH = "MPICH Version:      5.0.2"
+LIB = "/opt/mpich/lib/libmpi.so.12"
+
+
+def layout(environ):
+    from mpi_collectives.services.library_settings import job_layout
+    return job_layout(environ)
+
+
+# ---- what every rank can know before MPI starts
+
+@pytest.mark.parametrize("environ, per_node", [
+    # srun: every node's count, checked against the job's size and this node's own
+    ({"PMI_SIZE": "4", "PMI_RANK": "0", "SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_NODEID": "0"}, (2, 2)),
+    ({"PMI_SIZE": "3", "PMI_RANK": "2", "SLURM_STEP_TASKS_PER_NODE": "2,1", "SLURM_NODEID": "1"}, (2, 1)),
+    ({"SLURM_STEP_NUM_TASKS": "4", "SLURM_PROCID": "3", "SLURM_STEP_TASKS_PER_NODE": "2,1(x2)",
+      "SLURM_NODEID": "2"}, (2, 1, 1)),
+    # Hydra's mpiexec inside an allocation: its proxies are the srun step, one per node
+    ({"PMI_SIZE": "3", "PMI_RANK": "0", "MPI_LOCALNRANKS": "2", "SLURM_STEP_TASKS_PER_NODE": "1(x2)",
+      "SLURM_NODEID": "0"}, None),
+    # even by Slurm's count, on nodes of different sizes
+    ({"PMI_SIZE": "4", "PMI_RANK": "0", "SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_NODEID": "0",
+      "SLURM_JOB_CPUS_PER_NODE": "16,32"}, None),
+    # Hydra and Open MPI describe only this node: whole only when the job has one node
+    ({"PMI_SIZE": "3", "PMI_RANK": "0", "MPI_LOCALNRANKS": "3"}, (3,)),
+    ({"PMI_SIZE": "3", "PMI_RANK": "0", "MPI_LOCALNRANKS": "2"}, None),
+    ({"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, None),
+    ({"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, (4,)),
+    ({}, None)])
+def test_the_layout_is_what_every_rank_can_know(environ, per_node):
+    assert layout(environ).per_node == per_node
+
+
+def entry(**changes):
+    out = {"implementation": "mpich", "version": MPICH, "library": LIB, "ranks_per_node": 2, "cpus": 16,
+           "settings": {"MPIR_CVAR_DEVICE_COLLECTIVES": "all"}, "date": "2026-11-26"}
+    out.update(changes)
+    return out
+
+
+def tuning_file(tmp_path, *entries):
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps({"format": 1, "entries": list(entries)}))
+    os.chmod(path, 0o600)
+    os.chmod(tmp_path, 0o700)
+    return str(path)
+
+
+def decide(path, environ):
+    from mpi_collectives.services import library_settings
+    return library_settings.decide(MPICH, LIB, {}, path=path, cpus=16, layout=layout(environ))
+
+
+def test_an_even_job_uses_the_entry_for_its_ranks_per_node(tmp_path):
+    path = tuning_file(tmp_path, entry())
+    chosen, line = decide(path, {"PMI_SIZE": "4", "PMI_RANK": "0", "SLURM_STEP_TASKS_PER_NODE": "2(x2)",
+                                 "SLURM_NODEID": "1"})
+    assert chosen == {"MPIR_CVAR_DEVICE_COLLECTIVES": "all"}, line
+    assert "measured by mpi-collectives tune on 2026-11-26" in line
+
+
+@pytest.mark.parametrize("environ, why", [
+    ({"PMI_SIZE": "3", "PMI_RANK": "0", "SLURM_STEP_TASKS_PER_NODE": "2,1", "SLURM_NODEID": "0"},
+     "this job's nodes hold different numbers of ranks (2,1, Slurm's SLURM_STEP_TASKS_PER_NODE)"),
+    ({"PMI_SIZE": "3", "PMI_RANK": "0", "MPI_LOCALNRANKS": "2"},
+     "the launcher describes only this node (2 of the job's 3 ranks)")])
+def test_an_uneven_or_undescribed_job_takes_the_built_in_choice_on_every_rank(tmp_path, environ, why):
+    """The issue's hang: 2 ranks on one node took the entry for 2 per node, the third rank the default."""
+    path = tuning_file(tmp_path, entry())
+    chosen, line = decide(path, environ)
+    assert chosen == {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}, line
+    assert line.endswith(f"; {path} not used: its entries are each for one number of ranks per node, and {why}, "
+                         "so every rank takes the same built-in choice"), line
+
+
+# ---- the comparison after MPI starts
+
+def choices(**changes):
+    out = {"MPI library": "MPICH 5.0.2", "MPI thread level": "multiple", "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "mpi",
+           "MPI_COLLECTIVES_CHECK_COLLECTIVES": "1", "MPI_COLLECTIVES_ANY_THREAD": "1",
+           "MPIR_CVAR_DEVICE_COLLECTIVES": "none", "why": "the built-in default"}
+    out.update(changes)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def test_ranks_that_chose_alike_pass():
+    from mpi_collectives.services.job_choices import difference
+    assert difference([choices(), choices(why="the tuning file"), choices()], ["a", "b", "a"]) is None
+
+
+def test_a_difference_names_the_setting_ranks_hosts_values_and_where_each_came_from():
+    from mpi_collectives.services.job_choices import difference
+    every = [choices(MPIR_CVAR_DEVICE_COLLECTIVES="all", why="the tuning file")] * 2 + [choices()]
+    line = difference(every, ["hA", "hA", "hB"])
+    assert line == (
+        "the ranks of this job chose different settings, and MPI's collectives hang or fail when they differ: "
+        "MPIR_CVAR_DEVICE_COLLECTIVES is all on ranks 0-1 on hA (the tuning file); none on rank 2 on hB (the "
+        "built-in default). Fix: make every node read the same tuning file (MPI_COLLECTIVES_TUNING_FILE on a "
+        "filesystem every node shares, and `mpi-collectives tune` for each kind of node the job uses), or set "
+        "MPI_COLLECTIVES_MPI_SETTINGS=0 for the library's defaults on every rank."), line
+
+
+def test_several_differences_are_one_line_with_one_fix_for_the_variables():
+    from mpi_collectives.services.job_choices import difference
+    every = [choices(), choices(), choices(MPI_COLLECTIVES_CHECK_COLLECTIVES="0",
+                                           MPIR_CVAR_DEVICE_COLLECTIVES=None, MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM="ring",
+                                           why="set by you"), choices()]
+    line = difference(every, ["h"] * 4)
+    assert "\n" not in line
+    assert ("MPI_COLLECTIVES_CHECK_COLLECTIVES is 1 on ranks 0-1, 3; 0 on rank 2 | MPIR_CVAR_DEVICE_COLLECTIVES is "
+            "none on ranks 0-1, 3 (the built-in default); unset on rank 2 (set by you) | "
+            "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM is unset on ranks 0-1, 3 (the built-in default); ring on rank 2 "
+            "(set by you). Fix: set MPI_COLLECTIVES_CHECK_COLLECTIVES and MPIR_CVAR_DEVICE_COLLECTIVES and "
+            "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM each to one value for every rank") in line, line
+
+
+def test_another_mpi_on_one_node_is_named():
+    from mpi_collectives.services.job_choices import difference
+    line = difference([choices(), choices(**{"MPI library": "MPICH 4.1.2"})], ["n1", "n2"])
+    assert "MPI library is MPICH 5.0.2 on rank 0 on n1; MPICH 4.1.2 on rank 1 on n2" in line, line
+    assert "run every rank with the same MPI installation" in line, line
+
+
+def test_choices_survive_the_message():
+    from mpi_collectives.services.job_choices import decode, encode
+    mine = choices(host="node7")
+    assert decode(encode(mine)) == mine
+
+
+# ---- under the family's own launcher: a rank with a setting of its own
+
+# A collective variable of each library that initialize()'s choice does not set (or sets otherwise).
+OWN_VARIABLE = {"mpich": "MPIR_CVAR_DEVICE_COLLECTIVES=all", "standard": "MPIR_CVAR_DEVICE_COLLECTIVES=all",
+                "impi": "I_MPI_ADJUST_ALLREDUCE=1", "openmpi": "OMPI_MCA_coll_tuned_allreduce_algorithm=4"}
+
+
+def launch(n, env, args=()):
+    start = time.monotonic()
+    proc = run([mpiexec_path(), "-n", str(n), sys.executable, os.path.join(PROGRAMS, "one_job.py")] + list(args),
+               env={"MPI_COLLECTIVES_INIT_TIMEOUT": "60", "MPI_COLLECTIVES_TUNING_FILE": "/nonexistent/tuning.json",
+                    **env}, cwd=HERE, timeout=120)
+    proc.seconds = time.monotonic() - start
+    return proc
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("case", ["check", "library"])
+def test_a_rank_with_a_setting_of_its_own_stops_the_job_with_one_line(case):
+    """The issue's two cases: the agreement check off on one rank (MPICH then said only "Message
+    truncated"), and a library variable on one rank (a hang in the first all-reduce)."""
+    assignment = "MPI_COLLECTIVES_CHECK_COLLECTIVES=0" if case == "check" else OWN_VARIABLE[TEST_CONFIG if TEST_CONFIG
+                                                                                              in OWN_VARIABLE else
+                                                                                              EXPECTED_FAMILY]
+    name, value = assignment.split("=")
+    proc = launch(3, {"ONLY_ON": f"2:{assignment}"})
+    text = explain(proc)
+    assert proc.returncode != 0 and "EXACT" not in proc.stdout and "WRONG" not in proc.stdout, text
+    lines = re.findall(r"InitializeError: mpi-collectives: the ranks of this job chose different settings.*",
+                       proc.stderr)
+    assert len(lines) == 3, text  # every rank
+    assert re.search(rf"{name} is [^;|]+ on ranks 0-1[^;|]*; {re.escape(value)} on rank 2", lines[0]), text
+    assert f"Fix: set {name} to one value for every rank" in lines[0], text
+    assert proc.seconds < 60, text
+
+
+@pytest.mark.jax
+def test_the_same_setting_on_every_rank_runs_exact():
+    name, value = OWN_VARIABLE[TEST_CONFIG if TEST_CONFIG in OWN_VARIABLE else EXPECTED_FAMILY].split("=")
+    proc = launch(3, {name: value, "MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"})
+    assert proc.returncode == 0 and proc.stdout.count("EXACT rank") == 3, explain(proc)
+    assert proc.stdout.count(f"mpi-settings: not applied (left to your {name})") == 3, explain(proc)
+
+
+@pytest.mark.jax
+def test_info_init_shows_the_job_wide_choice_or_the_difference():
+    cmd = [mpiexec_path(), "-n", "2", sys.executable, "-m", "mpi_collectives", "info", "--init", "--json"]
+    proc = run(cmd, env={"MPI_COLLECTIVES_TUNING_FILE": "/nonexistent/tuning.json"}, cwd=HERE, timeout=120)
+    assert proc.returncode == 0, explain(proc)
+    job = json.loads(proc.stdout)["job"]
+    assert job.startswith("the same on all 2 ranks: MPI library=") and "MPI_COLLECTIVES_CHECK_COLLECTIVES=1" in job, job
+    differ = run([mpiexec_path(), "-n", "2", sys.executable, "-c",
+                  "import os; from mpi_collectives.base.launchers import launcher_rank_size as r\n"
+                  "if r()[0] == 1: os.environ['MPI_COLLECTIVES_ANY_THREAD'] = '0'\n"
+                  "import sys; from mpi_collectives.__main__ import main; sys.exit(main(['info', '--init', '--json']))"],
+                 env={"MPI_COLLECTIVES_TUNING_FILE": "/nonexistent/tuning.json"}, cwd=HERE, timeout=120)
+    assert differ.returncode == 0, explain(differ)
+    job = json.loads(differ.stdout)["job"]
+    assert job.startswith("the ranks of this job chose different settings") and \
+        "MPI_COLLECTIVES_ANY_THREAD is 1 on rank 0; 0 on rank 1" in job, job
