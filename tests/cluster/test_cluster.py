@@ -545,3 +545,112 @@ def test_a_host_lost_while_the_job_runs_is_named_by_every_other_rank(cluster, fa
         assert re.search(rf"rank {r}/3 on node{r + 1} has waited \d+ s in .*{lost} \(rank {lost_rank}\) does not "
                          rf"answer over the "
                          rf"network within 10 s: the host is cut off or stopped", "".join(err)), text
+
+
+# ---- one job, one set of choices (mpi_collectives/services/job_choices.py, library_settings.job_layout)
+
+def tuning_entry(ranks_per_node):
+    """An entry for this venv's MPI with `ranks_per_node` per node whose settings differ from
+    initialize()'s built-in choice: what `mpi-collectives tune` may write, and what made an uneven
+    job hang when some of its nodes took it."""
+    info = json.loads(subprocess.check_output([PY, "-m", "mpi_collectives", "info", "--json"], cwd=HERE, text=True))
+    from mpi_collectives.services import library_settings as s
+    impl = s.implementation(info["version"])
+    variable = s.KNOWN[impl][0]
+    value = next(v for v in variable.values if s.DEFAULTS.get(impl, {}).get(variable.name) != v)
+    return {"implementation": impl, "version": info["version"], "library": os.path.realpath(info["library"]),
+            "ranks_per_node": ranks_per_node, "cpus": s.node_cpus(), "settings": {variable.name: value},
+            "date": "2026-11-26"}
+
+
+def tuning_entry_for(ranks_per_node, folder):
+    """A tuning file in `folder` (made root's, mode 700) holding tuning_entry(ranks_per_node)."""
+    from mpi_collectives.services import library_settings
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = os.path.join(folder, "tuning.json")
+    library_settings.write_entry(path, tuning_entry(ranks_per_node))
+    return path
+
+
+def one_job_exact(proc, n):
+    text = explain(proc)
+    assert proc.returncode == 0, text
+    assert sorted(int(r) for r in re.findall(r"EXACT rank (\d+) of", proc.stdout)) == list(range(n)), text
+    # (The launchers may splice one rank's line into another's.)
+    settings = re.findall(r"SETTINGS rank \d+ host (node\d): (.*?)(?=SETTINGS rank|EXACT rank|$)", proc.stdout, re.M)
+    assert len(settings) == n, text
+    return settings
+
+
+UNEVEN = {"2+1": ["node1", "node2"], "1+2": ["node1", "node2"], "2+1+1": ["node1", "node2", "node3"]}
+
+
+@pytest.mark.parametrize("layout", list(UNEVEN))
+def test_an_uneven_job_after_a_tune_runs_exact(cluster, tmp_path, layout):
+    """The issue's hang: after a tune for 2 ranks per node, a job of 2 ranks on one host and 1 on
+    another took two different settings and waited for ever in its first all-reduce. The family's
+    own launcher describes only each rank's own node, so every rank takes the built-in choice, and
+    the job is exact."""
+    per_host = [int(n) for n in layout.split("+")]
+    path = tuning_entry_for(2, str(tmp_path / "config"))
+    launch, env = cluster.ssh_launch(WHEEL, os.path.dirname(BIN), UNEVEN[layout], per_host=per_host)
+    n = sum(per_host)
+    proc = on_node1(cluster, launch + ["-n", str(n), PY, os.path.join(PROGRAMS, "one_job.py")],
+                    env=dict(shim_env(cluster), **env, MPI_COLLECTIVES_TUNING_FILE=path), timeout=120)
+    settings = one_job_exact(proc, n)
+    hosts = [h for h, _ in settings]
+    assert [hosts.count(h) for h in UNEVEN[layout]] == per_host, settings
+    assert all(f"{path} not used: its entries are each for one number of ranks per node, and the launcher "
+               f"describes only this node" in line for _, line in settings), settings
+
+
+SRUN_LAYOUTS = {"2+1": ["-N2", "-n3"], "2+1+1": ["-N3", "-n4"]}
+
+
+@only["mpich"]
+@pytest.mark.parametrize("layout", list(SRUN_LAYOUTS))
+def test_srun_uneven_after_a_tune_runs_exact(slurm, tmp_path, layout):
+    """srun describes every node (SLURM_STEP_TASKS_PER_NODE): each rank sees the job is uneven."""
+    path = tuning_entry_for(2, str(tmp_path / "config"))
+    n = int(SRUN_LAYOUTS[layout][1][2:])
+    proc = on_node1(slurm, ["srun"] + SRUN_LAYOUTS[layout] + ["--mpi=pmi2", "--kill-on-bad-exit=1", PY,
+                                                                os.path.join(PROGRAMS, "one_job.py")],
+                    env={"MPI_COLLECTIVES_TUNING_FILE": path}, timeout=120)
+    settings = one_job_exact(proc, n)
+    shown = layout.replace("+", ",")
+    assert all(f"this job's nodes hold different numbers of ranks ({shown}, Slurm's SLURM_STEP_TASKS_PER_NODE)"
+               in line for _, line in settings), settings
+
+
+@only["mpich"]
+def test_srun_even_after_a_tune_uses_the_entry_on_every_rank(slurm, tmp_path):
+    path = tuning_entry_for(2, str(tmp_path / "config"))
+    proc = on_node1(slurm, ["srun", "-N2", "-n4", "--ntasks-per-node=2", "--mpi=pmi2", "--kill-on-bad-exit=1", PY,
+                            os.path.join(PROGRAMS, "one_job.py")], env={"MPI_COLLECTIVES_TUNING_FILE": path},
+                    timeout=120)
+    settings = one_job_exact(proc, 4)
+    assert all("(measured by mpi-collectives tune on 2026-11-26)" in line for _, line in settings), settings
+
+
+@only["mpich"]
+def test_a_tuning_file_only_one_host_sees_stops_the_job_with_the_line(slurm):
+    """The file lies in node1's own /dev/shm (each host's is private): node1's rank takes its entry,
+    node2's the built-in choice; the ranks compare before any collective and both end at once."""
+    folder = f"/dev/shm/mpic-tuning-{uuid.uuid4().hex}"
+    path = os.path.join(folder, "tuning.json")
+    data = json.dumps({"format": 1, "entries": [tuning_entry(1)]})
+    subprocess.run(slurm.command("node1", ["sh", "-c", f"mkdir -m 700 {folder} && umask 077 && cat > {path}"]),
+                   input=data, text=True, check=True)
+    try:
+        proc = on_node1(slurm, ["srun", "-N2", "-n2", "--mpi=pmi2", "--kill-on-bad-exit=1", PY,
+                                os.path.join(PROGRAMS, "one_job.py")], env={"MPI_COLLECTIVES_TUNING_FILE": path},
+                        timeout=120)
+    finally:
+        subprocess.run(slurm.command("node1", ["rm", "-rf", folder]))
+    text = explain(proc)
+    assert proc.returncode != 0 and "EXACT" not in proc.stdout, text
+    assert proc.stderr.count("the ranks of this job chose different settings") == 2, text
+    assert re.search(r"MPIR_CVAR_DEVICE_COLLECTIVES is \w+ on rank 0 on node1 \(the tuning file\); \w+ on rank 1 "
+                     r"on node2 \(the built-in default\)", proc.stderr), text
+    assert "Fix: make every node read the same tuning file" in proc.stderr, text
+    assert proc.seconds < 60, text
