@@ -66,3 +66,14 @@ def test_a_program_without_mpi_is_left_alone(jax_env):
     proc = mpirun(2, [sys.executable, PROGRAM, "env"], env=env, timeout=300)
     assert proc.returncode == 0 and passed(proc, 2), explain(proc)
     assert "mpi-collectives" not in proc.stderr, explain(proc)
+
+
+def test_a_rank_with_a_setting_of_its_own_is_one_line_on_every_rank(jax_env):
+    """One job, one set of choices (mpi_collectives/services/job_choices.py): the agreement check
+    off on rank 1 only; the ranks compare before XLA's first collective and end the job."""
+    env = dict(jax_env, ONLY_ON="1:MPI_COLLECTIVES_CHECK_COLLECTIVES=0")
+    proc = mpirun(2, [sys.executable, PROGRAM, "env"], env=env, timeout=120)
+    assert proc.returncode != 0 and "PASS" not in proc.stdout, explain(proc)
+    assert proc.stderr.count("the ranks of this job chose different settings, and MPI's collectives hang or fail "
+                             "when they differ: MPI_COLLECTIVES_CHECK_COLLECTIVES is 1 on rank 0; 0 on rank 1") == 2, \
+        explain(proc)

@@ -7,6 +7,7 @@ plugin hook (mpi_collectives_jax_plugin).
     plain_program.py HOW
 HOW: "env" (JAX_NUM_CPU_DEVICES from the launching test, or none: one
 device), or "config" (jax.config.update('jax_num_cpu_devices', 2) in code).
+ONLY_ON="R:NAME=VALUE" sets a variable on rank R alone, before jax loads.
 
 Every collective (psum in float32 and float16, all_gather, ppermute) over all
 devices, checked exactly against NumPy; prints "PASS plain rank R devices L".
@@ -20,6 +21,10 @@ from launcher_env import jax_compat, launcher_rank_size
 
 how = sys.argv[1]
 rank, size = launcher_rank_size()
+# ONLY_ON="R:NAME=VALUE": a variable on rank R alone (as a launcher that passes it to one rank)
+who, _, assignment = os.environ.get("ONLY_ON", "").partition(":")
+if who and int(who) == rank:
+    os.environ.__setitem__(*assignment.split("=", 1))
 import jax  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 

@@ -15,7 +15,9 @@ A value is kept when it is at least MIN_GAIN faster, as a geometric mean over
 the collectives and sizes it changes. Then JAX's all-reduce, all-gather and reduce-scatter run
 through initialize() with the kept settings and with the library's defaults;
 when JAX is slower with them, nothing is kept. The entry is written for this
-MPI installation, ranks per node and node size; a rerun replaces it.
+MPI installation, ranks per node and node size; a rerun replaces it. A job
+uses it only where every rank can tell that every node holds that many ranks
+(library_settings.job_layout): on one node, or under srun.
 """
 import argparse
 import datetime
@@ -174,7 +176,9 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
     except library_settings.Refused as e:
         raise SystemExit(f"mpi-collectives tune: not written: {e}")
     print(f"written to {path}: initialize() uses it for {mpi.library_name()} with {per_node} ranks per node on "
-          f"{library_settings.node_cpus()} CPUs (`mpi-collectives info --init` under your launcher shows it)")
+          f"{library_settings.node_cpus()} CPUs, in jobs on one node or started by srun with {per_node} ranks on "
+          "every node (other jobs take the built-in choice on every rank: docs/configuration.md, \"One job, one set "
+          "of choices\"); `mpi-collectives info --init` under your launcher shows it")
     return 0
 
 
