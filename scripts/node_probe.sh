@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The all-reduce probes of scripts/node_probe.py on a lent node (no network), in one go:
+#   bash scripts/node_probe.sh WHEELS OUT [RANKS...]
+# WHEELS: a folder with new/ (this checkout's wheel), old/ (the wheel of the commit to compare
+# start-up with) and deps/ (mpich, cffi, pycparser, setuptools wheels: the C loop compiles with cffi); OUT: where probe.jsonl and probe.log go.
+# jax, jaxlib and numpy come from the node's Python (--system-site-packages). Every launch has a timeout.
+set -uo pipefail
+wheels=$1; out=$2; shift 2
+ranks=${*:-16 8 2}
+py=${PYTHON:-python3}
+export JAX_PLATFORMS=cpu  # a GPU node: the probes are of the CPU collectives
+mkdir -p "$out"
+log=$out/probe.log; json=$out/probe.jsonl
+for v in new old; do
+  [ -z "${PROBE_KEEP_VENVS:-}" ] || continue  # (a try elsewhere: /tmp/probe-new and -old made by hand)
+  "$py" -m venv --system-site-packages "/tmp/probe-$v" &&
+    "/tmp/probe-$v/bin/pip" install -q --no-index --find-links "$wheels/deps" --find-links "$wheels/$v" \
+      mpich cffi pycparser setuptools mpi-collectives >> "$log" 2>&1 || { echo "venv $v failed" >&2; tail -20 "$log" >&2; exit 1; }
+done
+nproc >> "$log"; "/tmp/probe-new/bin/python" -c "import jax; print('jax', jax.__version__)" >> "$log" 2>&1
+probe() {  # probe VENV RANKS MODE [VAR=VALUE...]
+  local venv=$1 n=$2 mode=$3; shift 3
+  echo "== $venv $n $mode $*" >> "$log"
+  env "$@" PROBE_T0="$(date +%s.%N)" timeout 120 "/tmp/probe-$venv/bin/mpiexec" -n "$n" \
+    "/tmp/probe-$venv/bin/python" scripts/node_probe.py "$mode" 2>> "$log" |
+    sed "s/^{/{\"wheel\": \"$venv\", /" | tee -a "$json" >> "$log"
+}
+algorithms="recursive_doubling reduce_scatter_allgather ring tree recexch k_reduce_scatter_allgather smp"
+for n in $ranks; do
+  for round in 1 2 3; do probe old "$n" start; probe new "$n" start; done
+  probe new "$n" floor
+  probe new "$n" floor MPIR_CVAR_DEVICE_COLLECTIVES=all
+  if [ "$n" -ge 8 ]; then
+    for a in $algorithms; do
+      probe new "$n" floor MPIR_CVAR_DEVICE_COLLECTIVES=none MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=$a
+    done
+  fi
+  probe new "$n" grad
+  probe new "$n" grad MPI_COLLECTIVES_CHECK_COLLECTIVES=0
+  probe new "$n" grad MPI_COLLECTIVES_BIND_CPUS=0
+  [ "$n" -lt 8 ] || probe new "$n" grad MPIR_CVAR_DEVICE_COLLECTIVES=none MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring
+done
+echo "probe done" >> "$log"
