@@ -3,6 +3,7 @@
 #   bash scripts/node_probe.sh WHEELS OUT [RANKS...]
 # WHEELS: a folder with new/ (this checkout's wheel), old/ (the wheel of the commit to compare
 # start-up with) and deps/ (mpich, cffi, pycparser, setuptools wheels: the C loop compiles with cffi); OUT: where probe.jsonl and probe.log go.
+# PROBE_SET=compare: only the gradient psum, old wheel against new, two interleaved rounds, and the floor.
 # jax, jaxlib and numpy come from the node's Python (--system-site-packages). Every launch has a timeout.
 set -uo pipefail
 wheels=$1; out=$2; shift 2
@@ -14,6 +15,8 @@ log=$out/probe.log; json=$out/probe.jsonl
 for v in new old; do
   [ -z "${PROBE_KEEP_VENVS:-}" ] || continue  # (a try elsewhere: /tmp/probe-new and -old made by hand)
   "$py" -m venv --system-site-packages "/tmp/probe-$v" &&
+    # jax from another environment's site-packages (the lent node's is in a venv of its own)
+    { [ -z "${PROBE_EXTRA_SITE:-}" ] || echo "$PROBE_EXTRA_SITE" > "$(echo /tmp/probe-$v/lib/python3*/site-packages)/probe-extra.pth"; } &&
     "/tmp/probe-$v/bin/pip" install -q --no-index --find-links "$wheels/deps" --find-links "$wheels/$v" \
       mpich cffi pycparser setuptools mpi-collectives >> "$log" 2>&1 || { echo "venv $v failed" >&2; tail -20 "$log" >&2; exit 1; }
 done
@@ -25,6 +28,13 @@ probe() {  # probe VENV RANKS MODE [VAR=VALUE...]
     "/tmp/probe-$venv/bin/python" scripts/node_probe.py "$mode" 2>> "$log" |
     sed "s/^{/{\"wheel\": \"$venv\", /" | tee -a "$json" >> "$log"
 }
+if [ "${PROBE_SET:-full}" = compare ]; then  # the gradient psum, old wheel against new, interleaved
+  for n in $ranks; do
+    for round in 1 2; do probe old "$n" grad; probe new "$n" grad; done
+    probe new "$n" floor
+  done
+  echo "probe done" >> "$log"; exit 0
+fi
 algorithms="recursive_doubling reduce_scatter_allgather ring tree recexch k_reduce_scatter_allgather smp"
 for n in $ranks; do
   for round in 1 2 3; do probe old "$n" start; probe new "$n" start; done
