@@ -98,6 +98,51 @@ def nonpie_python(tmp_path_factory):
     return exe, {"PYTHONHOME": sys.base_prefix, "PYTHONPATH": os.pathsep.join(site.getsitepackages())}
 
 
+# A thread (as XLA's pool threads do) holds 48 MiB and allocates three 16 MiB blocks in its own glibc
+# arena (they take a second heap), writes them and frees them, three times; the page faults of
+# the last two rounds are printed.
+THREAD_BLOCKS = r"""
+import ctypes, resource, sys, threading
+from mpi_collectives.services import tuning
+tuning.TOP_PAD = int(sys.argv[1])
+print(tuning.keep_freed_memory(), file=sys.stderr)
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+faults = []
+def rounds():
+    kept = libc.malloc(48 << 20)  # what the thread holds meanwhile: the blocks below need a heap of their own
+    for r in range(3):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        blocks = [libc.malloc(16 << 20) for _ in range(3)]
+        for b in blocks:
+            ctypes.memset(b, 1, 16 << 20)
+        for b in blocks:
+            libc.free(b)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+t = threading.Thread(target=rounds)
+t.start(); t.join()
+print(sum(faults[1:]))
+"""
+
+
+@pytest.mark.parametrize("top_pad", [64 << 20, 0])
+def test_freed_blocks_of_a_threads_arena_are_kept(top_pad):
+    """keep-memory's M_TOP_PAD: without it glibc unmaps a thread arena's heap each time it empties
+    (the control, top_pad=0), and every round page-faults its 48 MiB (12,288 pages) afresh."""
+    from mpi_collectives.services import tuning
+    if tuning.keep_memory_reason({}) is not None:
+        pytest.skip(f"keep-memory cannot apply here: {tuning.keep_memory_reason({})}")
+    proc = run([sys.executable, "-c", THREAD_BLOCKS, str(top_pad)], cwd=HERE, timeout=60)
+    assert proc.returncode == 0, explain(proc)
+    faults = int(proc.stdout.split()[-1])
+    pages = 2 * 3 * (16 << 20) // os.sysconf("SC_PAGE_SIZE")
+    if top_pad:
+        assert faults < pages // 10, f"{faults} page faults in two rounds of 48 MiB\n" + explain(proc)
+    else:
+        assert faults > pages // 2, f"the control: only {faults} page faults without the pad\n" + explain(proc)
+
+
 def test_glibc_malloc_is_recognised_behind_a_non_pie_launcher(nonpie_python):
     exe, env = nonpie_python
     proc = run([exe, "-c", DECIDE], env=env, cwd=HERE)
