@@ -4,6 +4,7 @@ scripts/node_probe.sh runs the set):
     mpiexec -n 16 python scripts/node_probe.py floor    # C loop through the wrapper, memory floor
     mpiexec -n 16 python scripts/node_probe.py grad     # JAX: the training step's gradient psum
     mpiexec -n 16 python scripts/node_probe.py start    # launch to initialize() done (start-up)
+    mpiexec -n 16 python scripts/node_probe.py step     # the bench's training step (PROBE_BACKEND=gloo too)
 
 floor: MPI_Allreduce of float32 through the wrapper's MPIABI_Allreduce (the C
 loop of the bench) at 1 and 16 MiB, and three 16 MiB calls back to back on
@@ -14,6 +15,9 @@ shared-memory all-reduce needs, each rank's input read and its output
 written once).
 grad: a jit of psum over a tuple of three 16 MiB arrays (replicated out), and
 of one 16 MiB array, through initialize().
+step: the bench's training step (weights [in, out] and [out, in]), its compute
+alone and its gradient psum alone, over PROBE_BACKEND (mpi, or gloo with its
+coordinator at PROBE_COORDINATOR), rank 0's medians.
 Every rank's result is checked; rank 0 prints one line of JSON per measurement:
 {"mode", "what", "ranks", "median_s", "env"}.
 """
@@ -30,6 +34,22 @@ MiB = 1 << 20
 ENV_SHOWN = ("MPIR_CVAR_DEVICE_COLLECTIVES", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "MPI_COLLECTIVES_CHECK_COLLECTIVES",
              "MPI_COLLECTIVES_BIND_CPUS", "MPI_COLLECTIVES_MPI_SETTINGS", "MPIR_CVAR_CH4_CMA_ENABLE")
 t_start = float(os.environ.get("PROBE_T0", "0") or 0)
+
+if MODE == "step":
+    # The bench's training step (mpi_collectives/tools/bench/user_loops.py) over PROBE_BACKEND: mpi
+    # (initialize()) or gloo (JAX's default, its coordinator at PROBE_COORDINATOR).
+    from mpi_collectives.tools.backends import start
+    jax, rank, size = start(os.environ.get("PROBE_BACKEND", "mpi"), os.environ.get("PROBE_COORDINATOR"))
+    from jax.sharding import Mesh
+    from mpi_collectives.tools.bench import user_loops
+    got = user_loops.train_step(jax, Mesh(np.array(jax.devices()), ("x",)), rank,
+                                os.environ.get("PROBE_SMOKE") == "1", ITERS)
+    if rank == 0:
+        env = {k: os.environ[k] for k in ENV_SHOWN + ("PROBE_BACKEND",) if k in os.environ}
+        for what in ("step", "step-out-in", "local", "gradients"):
+            print(json.dumps({"mode": MODE, "what": f"train {what}", "ranks": size,
+                              "median_s": float(np.median(got[what])), "env": env}), flush=True)
+    sys.exit(0)
 
 import mpi_collectives  # noqa: E402
 

@@ -3,6 +3,7 @@
 #   bash scripts/node_probe.sh WHEELS OUT [RANKS...]
 # WHEELS: a folder with new/ (this checkout's wheel), old/ (the wheel of the commit to compare
 # start-up with) and deps/ (mpich, cffi, pycparser, setuptools wheels: the C loop compiles with cffi); OUT: where probe.jsonl and probe.log go.
+# PROBE_SET=step: the training step over us, binding on and off, and over gloo.
 # PROBE_SET=compare: only the gradient psum, old wheel against new, two interleaved rounds, and the floor.
 # jax, jaxlib and numpy come from the node's Python (--system-site-packages). Every launch has a timeout.
 set -uo pipefail
@@ -26,8 +27,17 @@ probe() {  # probe VENV RANKS MODE [VAR=VALUE...]
   echo "== $venv $n $mode $*" >> "$log"
   env "$@" PROBE_T0="$(date +%s.%N)" timeout 120 "/tmp/probe-$venv/bin/mpiexec" -n "$n" \
     "/tmp/probe-$venv/bin/python" scripts/node_probe.py "$mode" 2>> "$log" |
-    sed "s/^{/{\"wheel\": \"$venv\", /" | tee -a "$json" >> "$log"
+    tee -a "$log" | grep '^{' | sed "s/^{/{\"wheel\": \"$venv\", /" >> "$json"
 }
+if [ "${PROBE_SET:-full}" = step ]; then  # the training step over us (binding on and off) and over gloo
+  for n in $ranks; do
+    port=$("/tmp/probe-new/bin/python" -c "from mpi_collectives.tools import launching; print(launching.free_port())")
+    probe new "$n" step
+    probe new "$n" step MPI_COLLECTIVES_BIND_CPUS=0
+    probe new "$n" step PROBE_BACKEND=gloo PROBE_COORDINATOR=127.0.0.1:$port
+  done
+  echo "probe done" >> "$log"; exit 0
+fi
 if [ "${PROBE_SET:-full}" = compare ]; then  # the gradient psum, old wheel against new, interleaved
   for n in $ranks; do
     for round in 1 2; do probe old "$n" grad; probe new "$n" grad; done
