@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 /* This rank's answer to "is your host still there?" (the why is in
- * mpi_collectives/hosts_lost.py). A listening TCP socket on the address by
+ * mpi_collectives/services/liveness.py). A listening TCP socket on the address by
  * which this rank reaches JAX's coordinator, and a thread of its own that
  * writes one line to whoever connects and closes. In C, so that a rank
  * whose Python is busy (a C extension holding the interpreter lock) still
@@ -31,7 +31,7 @@ static void *answer_each(void *unused) {
   return NULL;
 }
 
-/* For Python (mpi_collectives.hosts_lost): listen on `address` (a numeric
+/* For Python (mpi_collectives.services.liveness): listen on `address` (a numeric
  * IPv4 or IPv6 address), an ephemeral port, answered by a detached thread.
  * Returns the port, or -1 (with nothing left open). Once per process: a
  * second call returns the first port. */

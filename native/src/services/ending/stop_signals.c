@@ -102,7 +102,7 @@ MPIABI_EXPORT int mpic_preemption_grace(int rank, int size, int grace) {
   return 0;
 }
 
-/* For Python (mpi_collectives.base.mpi.stop_on_signals), once JAX has set up its own. */
+/* For Python (mpi_collectives.base.mpi.stop_on_sigterm), once JAX has set up its own. */
 MPIABI_EXPORT int mpic_stop_on_sigterm(int rank, int size) {
   int n = snprintf(line, sizeof line,
                    "mpi-collectives: rank %d/%d was asked to stop (SIGTERM: the launcher, scancel or a time "
