@@ -74,6 +74,8 @@ for config in $configs; do
     *) wheel=$config; unset MPI_COLLECTIVES_ABI; family=$config ;;
   esac
   venv=$(bash "$root/scripts/setup_env.sh" "$wheel" $jax_version)
+  # Orbax and mpi4jax beside the package: once, in mpich (tests/jax_over_mpi/test_beside.py).
+  [ "$config" != mpich ] || bash "$root/scripts/setup_beside.sh" "$venv" || status=1
   echo "== $config: $(cd /tmp && "$venv/bin/python" -m mpi_collectives info | grep -E '^library' | tr -s ' ')"
   # From the tests folder, so that the installed package, not the source tree, is imported.
   if (cd "$root/tests" && MPI_COLLECTIVES_TEST_FAMILY=$family MPI_COLLECTIVES_TEST_CONFIG=$config \

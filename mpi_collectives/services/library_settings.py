@@ -49,6 +49,17 @@ KNOWN = {
         # MPICH's ch4 device collectives, or MPICH's generic algorithms ("none").
         Variable("MPIR_CVAR_DEVICE_COLLECTIVES", ("all", "none"),
                  ("all-reduce", "all-gather", "reduce-scatter"), {}),
+        # MPICH's generic algorithm per collective (its library's own help text lists them;
+        # tests/package/test_library_settings.py checks each value against it), which apply on
+        # the generic path only. The pipelined tree and recursive exchange all-reduce were 3-4x
+        # slower at 16 MiB on a 16-core node (docs/benchmarks/node-16/): not candidates.
+        Variable("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
+                 ("recursive_doubling", "reduce_scatter_allgather", "ring", "k_reduce_scatter_allgather"),
+                 ("all-reduce",), {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}),
+        Variable("MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM", ("brucks", "recursive_doubling", "ring"),
+                 ("all-gather",), {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}),
+        Variable("MPIR_CVAR_REDUCE_SCATTER_INTRA_ALGORITHM", ("pairwise", "recursive_doubling", "recursive_halving"),
+                 ("reduce-scatter",), {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}),
     ),
     "impi": (
         # Intel MPI's algorithm numbers (its reference, I_MPI_ADJUST family): allreduce 1 recursive

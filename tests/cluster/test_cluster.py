@@ -20,6 +20,7 @@ Node1 holds rank 0 in every job; its host name resolves to 127.0.1.1 on
 itself, and its first interface (ext0) is on a network the other nodes do
 not reach: the coordinator must still be found on eth0, and listen there only.
 """
+import importlib.util
 import json
 import os
 import re
@@ -33,7 +34,8 @@ import uuid
 import pytest
 
 from cluster_harness import SUBNET, Cluster, why_not_here
-from helpers import EXPECTED_FAMILY, HERE, MPI_SUITES, PROGRAMS, ROOT, check_every_rank_passed, explain, run
+from helpers import (EXPECTED_FAMILY, HERE, MPI_SUITES, PROGRAMS, ROOT, check_every_rank_passed, explain,
+                     read_until, run)
 from mpi_collectives.services import liveness
 from mpi_collectives.tools import launching
 from readme_blocks import blocks as readme_blocks
@@ -654,3 +656,49 @@ def test_a_tuning_file_only_one_host_sees_stops_the_job_with_the_line(slurm):
                      r"on node2 \(the built-in default\)", proc.stderr), text
     assert "Fix: make every node read the same tuning file" in proc.stderr, text
     assert proc.seconds < 60, text
+
+
+# ---- Orbax checkpoints under srun: scancel --signal=TERM, then the job resumed (examples/checkpoint_orbax.py)
+
+@only["mpich"]
+@pytest.mark.skipif(importlib.util.find_spec("orbax") is None,
+                    reason="orbax-checkpoint is not installed in this venv (scripts/setup_beside.sh installs it)")
+def test_srun_orbax_job_ended_by_scancel_saves_and_resumes(slurm, tmp_path):
+    """Two nodes, a rank each, the checkpoint folder on the filesystem both see. `scancel
+    --signal=TERM` once step 20 is saved: both ranks save the same later step and the job step ends
+    0; the same srun again resumes there and ends with the parameters of a run that went through."""
+    example = os.path.join(ROOT, "examples", "checkpoint_orbax.py")
+    name = f"orbax-{uuid.uuid4().hex[:8]}"
+
+    def srun(folder, *extra):
+        return ["srun", "-N2", "-n2", "--mpi=pmi2", "-J", name, PY, example, "--dir", str(folder), "--steps", "60",
+                "--every", "20", *extra]
+    through = on_node1(slurm, srun(tmp_path / "through"), timeout=180)
+    assert through.returncode == 0, explain(through)
+    want = re.findall(r"done: step 60, loss [\d.]+, parameters ([0-9a-f]+)", through.stdout)
+    assert len(want) == 2 and len(set(want)) == 1, explain(through)
+
+    env = dict(os.environ, MPI_COLLECTIVES_INIT_TIMEOUT="60")
+    for var in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION"):
+        env.pop(var, None)
+    proc = launching.start(slurm.command("node1", srun(tmp_path / "stopped", "--step-seconds", "0.05"), cwd=HERE),
+                           env=env)
+    try:
+        lines = read_until(proc, lambda got: "".join(got).count("saved step 20") == 2, timeout=180)
+        assert "".join(lines).count("saved step 20") == 2, "".join(lines)
+        subprocess.run(slurm.command("node1", ["scancel", "--signal=TERM", "--name", name]), check=True)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            launching.end(proc)
+    out = "".join(lines) + out
+    text = f"exit {proc.returncode}\n{out}\n{err[-3000:]}"
+    assert proc.returncode == 0, text
+    saved = re.findall(r"rank (\d): preempted: saved step (\d+), ending", out)
+    assert sorted(r for r, _ in saved) == ["0", "1"] and len({s for _, s in saved}) == 1, text
+
+    resumed = on_node1(slurm, srun(tmp_path / "stopped"), timeout=180)
+    assert resumed.returncode == 0, explain(resumed)
+    assert resumed.stdout.count(f"resumed from step {saved[0][1]}") == 2, explain(resumed)
+    assert re.findall(r"done: step 60, loss [\d.]+, parameters ([0-9a-f]+)", resumed.stdout) == want, \
+        explain(resumed)

@@ -211,3 +211,19 @@ def test_mpich_ranks_start_with_its_generic_collectives_unless_the_user_chose():
     own = launch({"MPIR_CVAR_DEVICE_COLLECTIVES": "all"})
     assert all(line.endswith("['mpi-settings: not applied (left to your MPIR_CVAR_DEVICE_COLLECTIVES)'] "
                              "{'MPIR_CVAR_DEVICE_COLLECTIVES': 'all'}") for line in own), own
+
+
+@pytest.mark.skipif(TEST_CONFIG not in ("mpich", "standard"), reason="MPICH's own library: the mpich wheel's")
+def test_every_mpich_algorithm_tune_tries_is_one_its_library_offers():
+    """The values come from the installed library's own help text for each variable (the lines
+    `value - Force ...` under `Variable to select <collective> algorithm`), read here."""
+    from mpi_collectives.services.library_settings import KNOWN
+    info = json.loads(subprocess.check_output([sys.executable, "-m", "mpi_collectives", "info", "--json"],
+                                              cwd=HERE, text=True))
+    text = open(info["library"], "rb").read().decode("latin-1")
+    for variable in KNOWN["mpich"][1:]:
+        collective = variable.name.removeprefix("MPIR_CVAR_").removesuffix("_INTRA_ALGORITHM").lower()
+        start = text.index(f"Variable to select {collective} algorithm")
+        block = text[start:text.index("\0" + variable.name.replace("MPIR_CVAR_", "MPICH_"), start)]
+        offered = {line.split(" - ", 1)[0].strip() for line in block.splitlines() if " - " in line}
+        assert set(variable.values) <= offered, (variable.name, sorted(offered))

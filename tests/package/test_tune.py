@@ -72,13 +72,21 @@ def test_the_choice_keeps_only_values_clearly_faster():
                 "reduce-scatter": {8: 1.0, 65536: 10.0}}
     faster = {op: {s: t * 0.5 for s, t in by_size.items()} for op, by_size in defaults.items()}
     within_noise = {op: {s: t * 0.97 for s, t in by_size.items()} for op, by_size in defaults.items()}
+    from mpi_collectives.services.library_settings import KNOWN
+    algorithms = {(v.name, value): {op: defaults[op] for op in v.ops} for v in KNOWN["mpich"][1:] for value in v.values}
     kept, rows = choose("mpich", {("MPIR_CVAR_DEVICE_COLLECTIVES", "all"): defaults,
-                                  ("MPIR_CVAR_DEVICE_COLLECTIVES", "none"): faster}, defaults)
+                                  ("MPIR_CVAR_DEVICE_COLLECTIVES", "none"): faster, **algorithms}, defaults)
     assert kept == {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
-    assert rows == [("MPIR_CVAR_DEVICE_COLLECTIVES", "all", 1.0), ("MPIR_CVAR_DEVICE_COLLECTIVES", "none", 0.5)]
+    assert rows[:2] == [("MPIR_CVAR_DEVICE_COLLECTIVES", "all", 1.0), ("MPIR_CVAR_DEVICE_COLLECTIVES", "none", 0.5)]
     kept, _ = choose("mpich", {("MPIR_CVAR_DEVICE_COLLECTIVES", "all"): defaults,
-                               ("MPIR_CVAR_DEVICE_COLLECTIVES", "none"): within_noise}, defaults)
+                               ("MPIR_CVAR_DEVICE_COLLECTIVES", "none"): within_noise, **algorithms}, defaults)
     assert kept == {}
+    # MPICH's algorithm per collective, judged on its own collective; one that needs the generic
+    # path drops a device-collectives value measured without it.
+    ring = {**algorithms, ("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "ring"): {"all-reduce": faster["all-reduce"]}}
+    kept, _ = choose("mpich", {("MPIR_CVAR_DEVICE_COLLECTIVES", "all"): within_noise,
+                               ("MPIR_CVAR_DEVICE_COLLECTIVES", "none"): defaults, **ring}, defaults)
+    assert kept == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}, kept
     # Intel MPI: one algorithm per collective, each judged on its own collective only.
     only = lambda op, f: {op: {s: t * f for s, t in defaults[op].items()}}  # noqa: E731
     measured = {("I_MPI_ADJUST_ALLREDUCE", v): only("all-reduce", f) for v, f in (("1", 1.2), ("2", 0.6), ("8", 0.9))}

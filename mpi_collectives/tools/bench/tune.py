@@ -104,6 +104,13 @@ def choose(impl, measured, baseline) -> tuple:
         value, r = min(scores.items(), key=lambda kv: kv[1])
         if r <= 1 - MIN_GAIN:
             kept[variable.name] = value
+    # A kept value needs what it implies (MPICH's algorithms its generic path): a kept value of
+    # that variable which contradicts it was measured without the other and goes.
+    known = library_settings.known(impl)
+    for name in list(kept):
+        for other, needed in known[name].implies.items():
+            if kept.get(other, needed) != needed:
+                del kept[other]
     return kept, rows
 
 

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Orbax and mpi4jax beside the package in one venv, for tests/jax_over_mpi/test_beside.py and the
+# bench's mpi4jax path: what a JAX user on an MPI cluster meets first.
+#   bash scripts/setup_beside.sh VENV
+# orbax-checkpoint comes as wheels (about 10 s); mpi4jax builds from source against the venv's MPI
+# (the mpich wheel's mpicc, through mpi4py; about 50 s of CPU on 2 cores). CUDA_ROOT points at an
+# empty folder, or mpi4jax's build looks for CUDA and builds its GPU part. jax and jaxlib are held
+# at the venv's versions, so that neither install moves them.
+set -euo pipefail
+venv=$1
+jax=$("$venv/bin/python" -c "import jax; print(jax.__version__)")
+jaxlib=$("$venv/bin/python" -c "import jaxlib; print(jaxlib.__version__)")
+empty=$(mktemp -d)
+trap 'rm -rf "$empty"' EXIT
+log=$(mktemp)
+if ! PATH="$venv/bin:$PATH" CUDA_ROOT=$empty MPICC="$venv/bin/mpicc" "$venv/bin/python" -m pip \
+    --disable-pip-version-check -q install "orbax-checkpoint==0.12.8" "mpi4jax==0.9.1.post2" \
+    "jax==$jax" "jaxlib==$jaxlib" > "$log" 2>&1; then
+  grep -v '^WARNING: Location' "$log" >&2; rm -f "$log"
+  echo "setup_beside.sh: installing orbax-checkpoint and mpi4jax failed (test_beside.py skips them)" >&2
+  exit 1
+fi
+rm -f "$log"
