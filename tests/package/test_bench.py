@@ -1,6 +1,7 @@
 """The benchmark in smoke mode (two sizes, few iterations, every path, every
 result checked): it runs, and its JSON holds every path and target. Not a
 speed test: numbers from a shared 2-core machine judge nothing."""
+import importlib.util
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from helpers import EXPECTED_FAMILY, HERE, ROOT, explain, mpirun, run  # noqa: F
 pytestmark = pytest.mark.version_dependent
 
 OPS = ["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "ppermute"]
+MPI4JAX_OPS = ["all-reduce", "all-gather", "all-to-all", "ppermute"]  # (mpi4jax has no reduce-scatter)
 
 
 def test_hard_coded_mpich_handles_match_the_table():
@@ -46,9 +48,14 @@ def test_bench_smoke(tmp_path):
     paths = {"jax-mpi", "jax-mpi-unchecked", "jax-call", "jax-gloo", "mpi4py", "C via wrapper", "C direct"}
     if EXPECTED_FAMILY == "standard":  # no mpi4py build and no hard-coded handles for the standard ABI
         paths -= {"mpi4py", "C direct"}
+    # mpi4jax beside us where scripts/setup_beside.sh installed it (the mpich configuration), else one line
+    if importlib.util.find_spec("mpi4jax") is not None and EXPECTED_FAMILY != "standard":
+        paths.add("mpi4jax")
+    else:
+        assert "mpi-collectives bench: no mpi4jax path: " in proc.stderr, explain(proc)
     assert set(data["results"]) == paths, data["results"].keys()
     for path in paths:
-        for op in OPS:
+        for op in (MPI4JAX_OPS if path == "mpi4jax" else OPS):
             assert set(data["results"][path][op]) == {"8", "65536"}, (path, op)
     # (the smoke sizes, 8 B and 64 KiB, leave out the all-reduce target at 1 and 16 MiB)
     judged = {"every", "at", "host", "start-up", "agreement", "the"}  # "the": wrapper vs direct, the psum loop

@@ -4,6 +4,11 @@ import numpy as np
 from .c_loop import OPS
 
 PATHS = ["jax-mpi", "jax-mpi-unchecked", "jax-call", "C direct", "C via wrapper", "mpi4py", "jax-gloo"]
+BESIDE = ["mpi4jax"]  # shown where the run measured it (mpi4jax installed)
+
+
+def paths_of(results) -> list:
+    return PATHS + [p for p in BESIDE if p in results]
 KiB, MiB = 1024, 1024 * 1024
 
 
@@ -28,13 +33,14 @@ def table(data) -> str:
     lines = []
     for op in OPS:
         lines.append(f"\n{op} ({placement(data)}, {data['library']}), median us per call")
-        lines.append(f"{'bytes':>10} " + " ".join(f"{p:>13}" for p in PATHS)
+        shown = paths_of(r)
+        lines.append(f"{'bytes':>10} " + " ".join(f"{p:>13}" for p in shown)
                      + f" {'ours-call':>10} {'/floor':>7} {'gloo/ours':>9} {'wrap/direct':>11}")
         for n in sizes:
-            v = {p: median_us(r, p, op, n) for p in PATHS}
+            v = {p: median_us(r, p, op, n) for p in shown}
             ours = (v["jax-mpi"] - v["jax-call"]) if v["jax-mpi"] is not None and v["jax-call"] is not None else None
             ratio = lambda a, b: f"{a / b:.2f}" if a is not None and b else "-"  # noqa: E731
-            lines.append(f"{n:>10} " + " ".join(f"{v[p]:13.1f}" if v[p] is not None else f"{'-':>13}" for p in PATHS)
+            lines.append(f"{n:>10} " + " ".join(f"{v[p]:13.1f}" if v[p] is not None else f"{'-':>13}" for p in shown)
                          + f" {ours if ours is None else round(ours, 1)!s:>10} {ratio(ours, v[floor]):>7}"
                          + f" {ratio(v['jax-gloo'], v['jax-mpi']):>9} {ratio(v['C via wrapper'], v['C direct']):>11}")
     return "\n".join(lines)
@@ -232,7 +238,7 @@ def plot(data, path) -> str:
     r, sizes = data["results"], data["sizes"]
     fig, axes = plt.subplots(2, len(OPS), figsize=(4 * len(OPS), 7), squeeze=False)
     for j, op in enumerate(OPS):
-        for p in PATHS:
+        for p in paths_of(r):
             points = [(n, median_us(r, p, op, n)) for n in sizes if median_us(r, p, op, n)]
             if not points:
                 continue

@@ -95,6 +95,17 @@ def mpi4py_usable(family: str) -> bool:
     return True
 
 
+def mpi4jax_usable(family: str) -> str:
+    """"" when mpi4jax can run beside the package here, else why not (the line the bench prints)."""
+    if family == "standard":
+        return "mpi4py, which mpi4jax needs, has no build for the standard ABI"
+    import importlib.util
+    if importlib.util.find_spec("mpi4jax") is None:
+        return ("mpi4jax is not installed (docs/mpi4jax.md: `CUDA_ROOT=/nonexistent MPICC=$(which mpicc) "
+                "pip install --no-build-isolation mpi4jax`)")
+    return ""
+
+
 def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argparse.ArgumentParser):
     parser = parser_class(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ranks", type=rank_counts, default=[2],
@@ -169,8 +180,11 @@ def run_one(args, out_path, plot_path) -> None:
         raise SystemExit("mpi-collectives bench: " + mpi.not_loaded_message())
     sizes = SMOKE_SIZES if args.smoke else [s for s in FULL_SIZES if s <= args.max_bytes]
     scale = 0.05 if args.smoke else args.scale
+    no_mpi4jax = mpi4jax_usable(family)
     paths = (["c"] + (["mpi4py"] if mpi4py_usable(family) else [])
-             + ["jax-call", "jax-mpi", "jax-mpi-unchecked", "jax-gloo"])
+             + ["jax-call", "jax-mpi", "jax-mpi-unchecked", "jax-gloo"] + ([] if no_mpi4jax else ["mpi4jax"]))
+    if no_mpi4jax:
+        print(f"mpi-collectives bench: no mpi4jax path: {no_mpi4jax}", file=sys.stderr, flush=True)
     # The MPI by name and version, not by where it lies: results and plots leave the machine.
     print(f"mpi-collectives bench: {args.ranks} ranks, {mpi.library_name()} ({family}), sizes {sizes[0]} B to "
           f"{sizes[-1]} B, paths {', '.join(paths)}", file=sys.stderr, flush=True)

@@ -183,6 +183,47 @@ def run_mpi4py(sizes, scale, out):
     write(rank, out, {"results": results})
 
 
+# mpi4jax's primitive for each of the bench's collectives it has (it has no reduce-scatter), on
+# this process's own array inside jit, as an mpi4jax program writes them.
+MPI4JAX_OPS = ("all-reduce", "all-gather", "all-to-all", "ppermute")
+
+
+def run_mpi4jax(sizes, scale, out):
+    """mpi4jax in the same processes as JAX over this package (docs/mpi4jax.md: initialize()
+    first), on the same MPI."""
+    jax, rank, size = start_jax("mpi")
+    import jax.numpy as jnp
+    import mpi4jax
+    from mpi4py import MPI
+
+    left, right = (rank - 1) % size, (rank + 1) % size
+    calls = {
+        "all-reduce": jax.jit(lambda v: mpi4jax.allreduce(v, op=MPI.SUM)),
+        "all-gather": jax.jit(lambda v: mpi4jax.allgather(v).reshape(-1)),
+        "all-to-all": jax.jit(lambda v: mpi4jax.alltoall(v.reshape(size, -1)).reshape(-1)),
+        "ppermute": jax.jit(lambda v: mpi4jax.sendrecv(v, jnp.empty_like(v), source=left, dest=right)),
+    }
+    results = {}
+    for op in MPI4JAX_OPS:
+        results[op] = {}
+        for nbytes in sizes:
+            count = elements(op, nbytes, size)
+            x = jnp.asarray(rank_input(count, rank))
+            f = calls[op]
+            if not np.array_equal(np.asarray(f(x)), expected(op, count, rank, size)):
+                raise SystemExit(f"mpi-collectives bench: WRONG result: mpi4jax {op} {nbytes} B on rank {rank}")
+            for _ in range(2):
+                f(x).block_until_ready()
+            times = []
+            for _ in range(iterations(nbytes, scale)):
+                t = time.perf_counter()
+                f(x).block_until_ready()
+                times.append(time.perf_counter() - t)
+            results[op][nbytes] = times
+            progress(rank, "mpi4jax", op, nbytes, times)
+    write(rank, out, {"results": results})
+
+
 def run_c(sizes, scale, out, ops=OPS):
     from mpi_collectives.base import mpi
 
@@ -236,6 +277,8 @@ def main():
         run_jax(path, sizes, scale, out, ops)
     elif path == "mpi4py":
         run_mpi4py(sizes, scale, out)
+    elif path == "mpi4jax":
+        run_mpi4jax(sizes, scale, out)
     elif path == "c":
         run_c(sizes, scale, out, ops)
     else:
