@@ -45,7 +45,8 @@ def test_bench_smoke(tmp_path):
                env=env, cwd=HERE, timeout=900)
     assert proc.returncode == 0, explain(proc)
     data = json.loads(out.read_text())
-    paths = {"jax-mpi", "jax-mpi-unchecked", "jax-call", "jax-gloo", "mpi4py", "C via wrapper", "C direct"}
+    paths = {"jax-mpi", "jax-mpi-unchecked", "jax-call", "jax-gloo", "mpi4py", "C via wrapper", "C direct",
+             "memory floor"}
     if EXPECTED_FAMILY == "standard":  # no mpi4py build and no hard-coded handles for the standard ABI
         paths -= {"mpi4py", "C direct"}
     # mpi4jax beside us where scripts/setup_beside.sh installed it (the mpich configuration), else one line

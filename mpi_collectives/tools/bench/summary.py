@@ -76,7 +76,8 @@ def allreduce_table(runs):
                             ("jax-mpi-unchecked", "JAX over MPI, agreement check off"), ("jax-call", "JAX's call cost"),
                             ("C direct", "C loop, direct"), ("C via wrapper", "C loop, via wrapper"),
                             ("mpi4py", "mpi4py"), ("jax-gloo", "JAX over gloo"),
-                            ("mpi4jax", "mpi4jax's allreduce inside jit")):
+                            ("mpi4jax", "mpi4jax's allreduce inside jit"),
+                            ("memory floor", "memory floor: every rank copies its buffer once, at once")):
             cells = [median_us(r, path, "all-reduce", n) for n in shown]
             if any(c is not None for c in cells):
                 lines.append(f"| {NAMES.get(name, name)} | {label} | "

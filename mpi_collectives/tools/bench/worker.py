@@ -253,7 +253,35 @@ def run_c(sizes, scale, out, ops=OPS):
                     times = c_loop.run(target, op, send, recv, max(2, iterations(nbytes, scale) // rounds))
                     results[target.name][op][nbytes] += times.tolist()
             progress(rank, "C", op, nbytes, results[targets[0].name][op][nbytes])
+    results[MEMORY_FLOOR] = memory_floor(mpi, rank, size, sizes, scale, ops)
     write(rank, out, {"results_by_target": results})
+
+
+MEMORY_FLOOR = "memory floor"
+
+
+def memory_floor(mpi, rank, size, sizes, scale, ops) -> dict:
+    """The node's floor under MPI's: every rank copying its larger buffer of the collective (its
+    input, or its output where that is larger: all-gather's) once, all ranks at once, the
+    slowest rank's time. A shared-memory collective must read each rank's input and write each
+    rank's output at least once; across nodes the network's floor comes first and this says
+    little."""
+    out = {op: {} for op in ops}
+    for op in ops:
+        for nbytes in sizes:
+            count = elements(op, nbytes, size)
+            words = count * size if op == "all-gather" else count
+            src, dst = np.ones(words, np.float32), np.empty(words, np.float32)
+            times = []
+            for it in range(iterations(nbytes, scale) + 2):
+                mpi.barrier()
+                t = time.perf_counter()
+                np.copyto(dst, src)
+                if it >= 2:
+                    times.append(time.perf_counter() - t)
+            slowest = mpi.allgather(np.asarray(times, np.float64), size).max(axis=0)
+            out[op][nbytes] = slowest.tolist()
+    return out
 
 
 def progress(rank, path, op, nbytes, times):
