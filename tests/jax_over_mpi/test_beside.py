@@ -24,8 +24,15 @@ EXAMPLE = os.path.join(ROOT, "examples", "checkpoint_orbax.py")
 pytestmark = [pytest.mark.jax, pytest.mark.skipif(not ONCE, reason="beside Orbax and mpi4jax: once, in mpich")]
 
 
+def installed(module) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is missing ("orbax" for orbax.checkpoint)
+        return False
+
+
 def needs(module):
-    return pytest.mark.skipif(importlib.util.find_spec(module) is None,
+    return pytest.mark.skipif(not installed(module),
                               reason=f"{module} is not installed in this venv (scripts/setup_beside.sh installs it)")
 
 
