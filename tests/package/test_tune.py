@@ -11,8 +11,9 @@ import pytest
 
 from helpers import HERE, explain, mpiexec_path, run
 
-# Its answers can differ between jax versions: scripts/test.sh runs it on each jax it tests.
-pytestmark = pytest.mark.version_dependent
+# Once per MPI family (its candidates are the family's own), on the newest jax of each family's
+# venv only: with MPICH's algorithm per collective its candidates became 12 launches, and what
+# depends on jax (JAX's collectives through initialize()) the other tests run on every jax.
 
 
 def tune(*args, env=None):
