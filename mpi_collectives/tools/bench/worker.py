@@ -88,14 +88,7 @@ def run_jax(path, sizes, scale, out, ops=OPS):
             got = np.asarray(f(x).addressable_data(0))[0]
             if path != "jax-call" and not np.array_equal(got, expected(op, count, rank, size)):
                 raise SystemExit(f"mpi-collectives bench: WRONG result: {path} {op} {nbytes} B on rank {rank}")
-            for _ in range(2):
-                f(x).block_until_ready()
-            times = []
-            for _ in range(iterations(nbytes, scale)):
-                t = time.perf_counter()
-                f(x).block_until_ready()
-                times.append(time.perf_counter() - t)
-            results[op][nbytes] = times
+            times = results[op][nbytes] = timed_calls(f, x, iterations(nbytes, scale))
             progress(rank, path, op, nbytes, times)
     extra = host_helpers(rank) if path == "jax-mpi" else {}
     if path in ("jax-mpi", "jax-gloo") and ops == OPS:  # what users see: over us and over gloo
@@ -212,14 +205,7 @@ def run_mpi4jax(sizes, scale, out):
             f = calls[op]
             if not np.array_equal(np.asarray(f(x)), expected(op, count, rank, size)):
                 raise SystemExit(f"mpi-collectives bench: WRONG result: mpi4jax {op} {nbytes} B on rank {rank}")
-            for _ in range(2):
-                f(x).block_until_ready()
-            times = []
-            for _ in range(iterations(nbytes, scale)):
-                t = time.perf_counter()
-                f(x).block_until_ready()
-                times.append(time.perf_counter() - t)
-            results[op][nbytes] = times
+            times = results[op][nbytes] = timed_calls(f, x, iterations(nbytes, scale))
             progress(rank, "mpi4jax", op, nbytes, times)
     write(rank, out, {"results": results})
 
@@ -282,6 +268,18 @@ def memory_floor(mpi, rank, size, sizes, scale, ops) -> dict:
             slowest = mpi.allgather(np.asarray(times, np.float64), size).max(axis=0)
             out[op][nbytes] = slowest.tolist()
     return out
+
+
+def timed_calls(f, x, calls: int) -> list:
+    """Seconds per call of f(x), each waited for, after two calls not timed."""
+    for _ in range(2):
+        f(x).block_until_ready()
+    times = []
+    for _ in range(calls):
+        t = time.perf_counter()
+        f(x).block_until_ready()
+        times.append(time.perf_counter() - t)
+    return times
 
 
 def progress(rank, path, op, nbytes, times):
