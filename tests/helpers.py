@@ -89,6 +89,20 @@ def explain(proc):
     return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-6000:]}"
 
 
+# Open MPI's launcher ends every rank as soon as one exits non-zero (prterun's banner says so):
+# an error each rank finds alone, before MPI starts, may then be printed by the first ranks only.
+OPEN_MPI_ENDED_THE_JOB = "detected that one or more processes exited with non-zero status"
+
+
+def said_on_every_rank(proc, text, n):
+    """`text` is in stderr once per rank; under Open MPI's launcher, at least once and the
+    launcher's banner that it ended the others (the error found by each rank alone)."""
+    said = proc.stderr.count(text)
+    if said == n:
+        return True
+    return 1 <= said < n and OPEN_MPI_ENDED_THE_JOB in proc.stderr
+
+
 def check_every_rank_passed(proc, nranks, reports, expect_skipped=0):
     """Every rank of an MPI_SUITES launch ran the same tests and all passed
     (each rank writes its counts to `reports`; a rank that died writes none)."""

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, PROGRAMS, explain, mpiexec_path, mpirun, needs_mpi4py
+from helpers import EXPECTED_FAMILY, PROGRAMS, explain, mpiexec_path, mpirun, needs_mpi4py, said_on_every_rank
 from mpi_collectives.tools import launching
 
 # Its answers can differ between jax versions: scripts/test.sh runs it on each jax it tests.
@@ -64,7 +64,7 @@ def test_two_jobs_on_one_node_do_not_collide():
 def test_jax_imported_too_early_is_one_clear_error_on_every_rank():
     proc = launch("jax-too-early", env=no_jax_env())
     assert proc.returncode != 0, explain(proc)
-    assert proc.stderr.count("jax was imported before MPITRAMPOLINE_LIB was set") == 2, explain(proc)
+    assert said_on_every_rank(proc, "jax was imported before MPITRAMPOLINE_LIB was set", 2), explain(proc)
     assert "python -m mpi_collectives run" in proc.stderr
 
 
@@ -79,7 +79,7 @@ def test_run_command_makes_the_early_import_work():
 def test_initialize_after_backend_exists_is_an_error():
     proc = launch("backend-exists")
     assert proc.returncode != 0, explain(proc)
-    assert proc.stderr.count("initialize() was called after JAX created its backend") == 2, explain(proc)
+    assert said_on_every_rank(proc, "initialize() was called after JAX created its backend", 2), explain(proc)
 
 
 @pytest.mark.jax
