@@ -36,6 +36,8 @@ WRAPPER_API = """
     int mpic_thread_policy_value(void);
     int mpic_set_local_devices(int n);
     int mpic_max_local_devices(void);
+    int mpic_bind_callers(const int *cpus, int n);
+    int mpic_callers_moved(void);
     int mpic_trampoline_attached(void);
     int mpic_wait_state(long *waiting, unsigned long *begun);
     int mpic_stall_current(uint64_t *sig, int *comm_id, unsigned *seq, int64_t *started_ns);

@@ -5,6 +5,7 @@ scripts/node_probe.sh runs the set):
     mpiexec -n 16 python scripts/node_probe.py grad     # JAX: the training step's gradient psum
     mpiexec -n 16 python scripts/node_probe.py start    # launch to initialize() done (start-up)
     mpiexec -n 16 python scripts/node_probe.py step     # the bench's training step (PROBE_BACKEND=gloo too)
+    mpiexec -n 16 python scripts/node_probe.py loop     # JAX's psum back to back, 8 B and 64 KiB
 
 floor: MPI_Allreduce of float32 through the wrapper's MPIABI_Allreduce (the C
 loop of the bench) at 1 and 16 MiB, and three 16 MiB calls back to back on
@@ -130,5 +131,28 @@ elif MODE == "grad":
             jax.block_until_ready(f(*xs[:arity]))
             times.append(time.perf_counter() - t)
         say(name, agreed_median(times))
+elif MODE == "loop":
+    # JAX's psum called back to back (the psum loop): 8 B and 64 KiB, median of a call.
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from mpi_collectives.integration.jax_compat import shard_map
+
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    f = jax.jit(shard_map()(lambda a: jax.lax.psum(a, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+    for nbytes in (8, 64 << 10):
+        n = nbytes // 4
+        x = jax.make_array_from_callback((info.size * n,), NamedSharding(mesh, P("x")),
+                                         lambda i: np.full(n, info.rank + 1, np.float32))
+        jax.block_until_ready(f(x))
+        times = []
+        for _ in range(20):
+            mpi.barrier()
+            t = time.perf_counter()
+            for _ in range(50):
+                y = f(x)
+            jax.block_until_ready(y)
+            times.append((time.perf_counter() - t) / 50)
+        assert float(np.asarray(y.addressable_shards[0].data)[0]) == info.size * (info.size + 1) / 2
+        say(f"JAX psum loop {nbytes} B", agreed_median(times))
 else:
-    raise SystemExit(f"node_probe.py: unknown mode {MODE!r} (floor, grad, start)")
+    raise SystemExit(f"node_probe.py: unknown mode {MODE!r} (floor, grad, start, step, loop)")

@@ -4,6 +4,7 @@
 # WHEELS: a folder with new/ (this checkout's wheel), old/ (the wheel of the commit to compare
 # start-up with) and deps/ (mpich, cffi, pycparser, setuptools wheels: the C loop compiles with cffi); OUT: where probe.jsonl and probe.log go.
 # PROBE_SET=step: the training step over us, binding on and off, and over gloo.
+# PROBE_SET=bind: the step and the psum loop with MPI_COLLECTIVES_BIND_CPUS 2, 1 and 0.
 # PROBE_SET=compare: only the gradient psum, old wheel against new, two interleaved rounds, and the floor.
 # jax, jaxlib and numpy come from the node's Python (--system-site-packages). Every launch has a timeout.
 set -uo pipefail
@@ -13,7 +14,8 @@ py=${PYTHON:-python3}
 export JAX_PLATFORMS=cpu  # a GPU node: the probes are of the CPU collectives
 mkdir -p "$out"
 log=$out/probe.log; json=$out/probe.jsonl
-for v in new old; do
+case ${PROBE_SET:-full} in step|bind) venvs=new ;; *) venvs="new old" ;; esac  # only new: no start-up comparison
+for v in $venvs; do
   [ -z "${PROBE_KEEP_VENVS:-}" ] || continue  # (a try elsewhere: /tmp/probe-new and -old made by hand)
   "$py" -m venv --system-site-packages "/tmp/probe-$v" &&
     # jax from another environment's site-packages (the lent node's is in a venv of its own)
@@ -35,6 +37,12 @@ if [ "${PROBE_SET:-full}" = step ]; then  # the training step over us (binding o
     probe new "$n" step
     probe new "$n" step MPI_COLLECTIVES_BIND_CPUS=0
     probe new "$n" step PROBE_BACKEND=gloo PROBE_COORDINATOR=127.0.0.1:$port
+  done
+  echo "probe done" >> "$log"; exit 0
+fi
+if [ "${PROBE_SET:-full}" = bind ]; then  # binding: the process (1), the callers of MPI only (2), none (0)
+  for n in $ranks; do
+    for b in 2 1 0; do probe new "$n" step MPI_COLLECTIVES_BIND_CPUS=$b; probe new "$n" loop MPI_COLLECTIVES_BIND_CPUS=$b; done
   done
   echo "probe done" >> "$log"; exit 0
 fi

@@ -188,6 +188,20 @@ def set_local_devices(n: int) -> None:
         raise ValueError(n)
 
 
+def bind_callers(cpus) -> None:
+    """Move each thread that calls MPI through the wrapper onto `cpus` at its first call
+    (MPI_COLLECTIVES_BIND_CPUS=2); an empty set turns that off."""
+    ffi, lib = _native()
+    chosen = sorted(cpus)
+    if lib.mpic_bind_callers(ffi.new("int[]", chosen or [0]), len(chosen)) != 0:
+        raise ValueError(chosen)
+
+
+def callers_moved() -> int:
+    """How many threads have moved onto the slice of bind_callers so far."""
+    return _native()[1].mpic_callers_moved()
+
+
 def thread_level_name(level: int) -> str:
     """The name (one of settings.THREAD_LEVELS) of a level init() returned."""
     lib = _native()[1]

@@ -100,7 +100,9 @@ TABLE = {
     "bind_cpus": Setting("MPI_COLLECTIVES_BIND_CPUS", 1, False,
                          "1: when the ranks on a node all share one CPU set (the launcher bound nothing), each "
                          "rank binds itself and JAX's threads to its own slice of it, whole cores first; a "
-                         "binding by the launcher or by you is kept. 0: never bind", SWITCH),
+                         "binding by the launcher or by you is kept. 2: the same slices, but only the threads "
+                         "that call MPI move onto them (at their first call), XLA's compute threads keep the "
+                         "whole set. 0: never bind", (0, 2)),
     "mpi_settings": Setting("MPI_COLLECTIVES_MPI_SETTINGS", 1, False,
                             "1: before MPI starts, set the MPI library's own collective settings that were "
                             "measured faster: those `mpi-collectives tune` wrote for this MPI, ranks per node "

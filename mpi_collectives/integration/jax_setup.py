@@ -252,7 +252,7 @@ def _start_up(settings, collectives) -> Started:
     if differ:
         raise InitializeError("mpi-collectives: " + differ)
     # Before JAX creates its backend, whose thread pool takes this thread's CPU set.
-    tunings.append(tuning.bind_cpus(rank, size, mpi.allgather, settings.bind_cpus))
+    tunings.append(tuning.bind_cpus(rank, size, mpi.allgather, settings.bind_cpus, bind_callers=mpi.bind_callers))
     gpu_ids, line = gpus.decide(rank, size, settings.local_device_ids, mpi.allgather)
     tunings.append(line)
     tunings = tuple(line for line in tunings if line)

@@ -52,6 +52,7 @@ TRIM_THRESHOLD = 1 << 30  # unused memory kept at the heap's top, at most
 TOP_PAD = 64 << 20
 MAX_CPUS = 4096           # CPU numbers a rank can report to the others
 HOST_BYTES = 256
+CALLERS_ONLY = 2          # MPI_COLLECTIVES_BIND_CPUS=2: only the threads that call MPI move
 _GLIBC_MALLOC_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_",
                            "MALLOC_TOP_PAD_", "MALLOC_ARENA_MAX")
 
@@ -226,19 +227,26 @@ def binding_for(rank: int, records) -> tuple:
     return set(slices(mine, len(local))[local.index(rank)]), f"{len(local)} ranks on this node"
 
 
-def bind_cpus(rank: int, size: int, allgather, enabled=True, apply=True) -> str:
+def bind_cpus(rank: int, size: int, allgather, enabled=True, apply=True, bind_callers=None) -> str:
     """Bind this thread (and the threads it starts later: JAX's) to its slice of the node's CPUs,
-    decided from every rank's host and CPU set; collective over the job unless disabled. What
-    was done, in words."""
+    decided from every rank's host and CPU set; collective over the job unless disabled. With
+    enabled == CALLERS_ONLY, bind_callers(slice) instead: the wrapper moves only the threads that
+    call MPI. What was done, in words."""
     if not enabled:
         return "bind-cpus: off (MPI_COLLECTIVES_BIND_CPUS=0)"
+    callers_only = enabled == CALLERS_ONLY
     cpus = os.sched_getaffinity(0)
     records = [_parse(r) for r in allgather(_record(socket.gethostname(), cpus), size)]
     chosen, why = binding_for(rank, records)
     if chosen is None:
         return f"bind-cpus: not applied ({why})"
+    who = "the threads that call MPI" if callers_only else "the process"
     if not apply:
-        return f"bind-cpus: would bind rank {rank} to CPUs {_ranges(chosen)} of {_ranges(cpus)} ({why})"
+        return f"bind-cpus: would bind {who} of rank {rank} to CPUs {_ranges(chosen)} of {_ranges(cpus)} ({why})"
+    if callers_only:  # the wrapper moves each calling thread itself, at its first call
+        bind_callers(chosen)
+        return f"bind-cpus: threads that call MPI to CPUs {_ranges(chosen)} of {_ranges(cpus)}, " \
+               f"XLA's other threads on all ({why})"
     try:
         os.sched_setaffinity(0, chosen)
     except OSError as e:  # CPUs taken away meanwhile (cgroups): run as the launcher left us

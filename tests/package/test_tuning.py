@@ -173,17 +173,28 @@ def test_a_preloaded_malloc_is_left_alone(name, launcher, request):
         explain(proc)
 
 
-def launch_and_read_tunings(env, per_rank_prefix=""):
-    """Two ranks of init_cases.py 'plain'; {rank: (cpus, [tuning lines])}."""
+def init_ranges(cpus) -> str:
+    """{0, 1, 2, 5} -> '0-2,5', as /proc's Cpus_allowed_list writes a set."""
+    from mpi_collectives.services.tuning import _ranges
+    return _ranges(cpus)
+
+
+def launch_and_read_tunings(env, per_rank_prefix="", threads=False):
+    """Two ranks of init_cases.py 'plain'; {rank: (cpus, [tuning lines])}, and with threads
+    (threads moved by the wrapper, {CPU set: threads}) third."""
     command = f"exec {per_rank_prefix}{sys.executable} {PROGRAM} plain"
     proc = run([mpiexec_path(), "-n", "2", "bash", "-c", command],
                env={"MPI_COLLECTIVES_INIT_TIMEOUT": "60", **env})
     assert proc.returncode == 0, explain(proc)
     out = {}
-    line = r"TUNINGS rank (\d) cpus (\[[\d, ]*\]) \| (.*?)(?=TUNINGS rank|\n|$)"  # ranks' lines may interleave
+    line = r"TUNINGS rank (\d) cpus (\[[\d, ]*\]) \| (.*?)(?=TUNINGS rank|THREADS rank|\n|$)"  # ranks' lines may interleave
     for rank, cpus, lines in re.findall(line, proc.stdout):
         out[int(rank)] = (set(ast.literal_eval(cpus)), lines.split(" | "))
     assert sorted(out) == [0, 1], explain(proc)
+    if threads:
+        for rank, moved, sets in re.findall(r"THREADS rank (\d) moved (\d+) sets (\{[^}]*\})", proc.stdout):
+            out[int(rank)] += ((int(moved), ast.literal_eval(sets)),)
+        assert all(len(v) == 3 for v in out.values()), explain(proc)
     return out
 
 
@@ -203,6 +214,26 @@ def test_unbound_ranks_are_bound_to_their_own_cpus_and_memory_is_kept():
         assert lines[0].startswith("keep-memory: mallopt M_MMAP_MAX=0"), got
         assert lines[-1].startswith("bind-cpus: CPUs ") and lines[-1].endswith("(2 ranks on this node)"), got
         assert lines[1] == f"one-arena: mallopt M_ARENA_MAX=1 ({len(os.sched_getaffinity(0))} CPUs)", got
+
+
+@pytest.mark.jax
+@hydra_only
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs to give each rank its own")
+def test_binding_only_the_threads_that_call_mpi_leaves_xlas_other_threads_the_whole_set():
+    whole = init_ranges(os.sched_getaffinity(0))
+    got = launch_and_read_tunings({"MPI_COLLECTIVES_BIND_CPUS": "2"}, threads=True)
+    slices = []
+    for rank, (cpus, lines, (moved, sets)) in got.items():
+        said = re.fullmatch(r"bind-cpus: threads that call MPI to CPUs (\S+) of (\S+), XLA's other threads on all "
+                            r"\(2 ranks on this node\)", lines[-1])
+        assert said and said[2] == whole, got
+        mine = said[1]
+        # The psum's thread moved onto the slice at its first call; the main thread (which
+        # created JAX's backend) and XLA's pool threads kept the whole set.
+        assert moved >= 1 and sets.get(mine) == moved, got
+        assert init_ranges(cpus) == whole and sets.get(whole, 0) >= 2 and set(sets) == {mine, whole}, got
+        slices.append(mine)
+    assert slices[0] != slices[1], got
 
 
 @pytest.mark.jax

@@ -77,6 +77,14 @@ if case == "rank-raises" and info.rank == 1:
 if case == "rank-raises":
     f(x).block_until_ready()  # the others wait for rank 1 in the next collective
 
+# Each thread's CPU set (MPI_COLLECTIVES_BIND_CPUS=2 moves only the threads that called MPI).
+sets = {}
+for task in os.listdir("/proc/self/task"):
+    with open(f"/proc/self/task/{task}/status") as status:
+        allowed = next(line.split()[1] for line in status if line.startswith("Cpus_allowed_list"))
+    sets[allowed] = sets.get(allowed, 0) + 1
+from mpi_collectives.base import mpi  # noqa: E402
+print(f"THREADS rank {info.rank} moved {mpi.callers_moved()} sets {sets}", flush=True)
 print(f"TUNINGS rank {info.rank} cpus {sorted(os.sched_getaffinity(0))} | " + " | ".join(info.tunings), flush=True)
 print(f"PASS {case} rank {info.rank} of {info.size} coordinator {info.coordinator} "
       f"family {info.family} thread {info.thread_level}", flush=True)

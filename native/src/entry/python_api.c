@@ -4,6 +4,7 @@
  * Py_None, a data symbol the C conformance harness cannot resolve. */
 #include "common.h"
 #include "agreement.h"
+#include "caller_cpus.h"
 #include "devices.h"
 #include "end_job.h"
 #include "family.h"
@@ -31,6 +32,10 @@ MPIABI_EXPORT int mpic_is_up(void) { return mpic_mpi_is_up(); }
 /* For mpi_collectives.base.mpi.set_local_devices, before the first collective. */
 MPIABI_EXPORT int mpic_set_local_devices(int n) { return mpic_devices_set_local(n); }
 MPIABI_EXPORT int mpic_max_local_devices(void) { return MPIC_MAX_LOCAL_DEVICES; }
+
+/* For mpi_collectives.services.tuning (MPI_COLLECTIVES_BIND_CPUS=2), before JAX's backend exists. */
+MPIABI_EXPORT int mpic_bind_callers(const int *cpus, int n) { return mpic_caller_cpus_set(cpus, n); }
+MPIABI_EXPORT int mpic_callers_moved(void) { return mpic_caller_cpus_moved(); }
 
 /* Ends the job with the caller's line (end_job.c); never returns. */
 MPIABI_EXPORT int mpic_end_job(const char *line) { mpic_end_job_line(line); }

@@ -7,9 +7,12 @@
  *   agreement check: agreement.c, which checks, then calls the library, and
  *   for its point-to-point transfers arrivals.c, which checks what arrived;
  * - anything else (mpi4py's, the user's, MPI_COMM_WORLD): the library.
- * MPI_Comm_split and MPI_Is_thread_main follow XLA's policy (xla_policy.c). */
+ * MPI_Comm_split and MPI_Is_thread_main follow XLA's policy (xla_policy.c).
+ * Each call that waits first moves its thread onto the rank's slice when
+ * MPI_COLLECTIVES_BIND_CPUS=2 (caller_cpus.c). */
 #include "agreement.h"
 #include "arrivals.h"
+#include "caller_cpus.h"
 #include "common.h"
 #include "devices.h"
 #include "family.h"
@@ -48,6 +51,7 @@ MPIABI_EXPORT int MPIABI_Comm_free(MPIABI_Comm *comm) {
 /* ---- collectives ---- */
 MPIABI_EXPORT int MPIABI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPIABI_Datatype datatype,
                                    MPIABI_Op op, MPIABI_Comm comm) {
+  mpic_caller_cpus_enter();
   if (mpic_is_device_comm(comm)) return mpic_device_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   if (mpic_agreement_tracks(comm)) return mpic_checked_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   return mpic_next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
@@ -55,6 +59,7 @@ MPIABI_EXPORT int MPIABI_Allreduce(const void *sendbuf, void *recvbuf, int count
 
 MPIABI_EXPORT int MPIABI_Allgather(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, void *recvbuf,
                                    int recvcount, MPIABI_Datatype recvtype, MPIABI_Comm comm) {
+  mpic_caller_cpus_enter();
   if (mpic_is_device_comm(comm)) return mpic_device_allgather(sendbuf, sendcount, sendtype, recvbuf, comm);
   if (mpic_agreement_tracks(comm))
     return mpic_checked_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
@@ -63,6 +68,7 @@ MPIABI_EXPORT int MPIABI_Allgather(const void *sendbuf, int sendcount, MPIABI_Da
 
 MPIABI_EXPORT int MPIABI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                         MPIABI_Datatype datatype, MPIABI_Op op, MPIABI_Comm comm) {
+  mpic_caller_cpus_enter();
   if (mpic_is_device_comm(comm)) return mpic_device_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
   if (mpic_agreement_tracks(comm))
     return mpic_checked_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
@@ -73,6 +79,7 @@ MPIABI_EXPORT int MPIABI_Reduce_scatter(const void *sendbuf, void *recvbuf, cons
 MPIABI_EXPORT int MPIABI_Sendrecv(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, int dest,
                                   int sendtag, void *recvbuf, int recvcount, MPIABI_Datatype recvtype, int source,
                                   int recvtag, MPIABI_Comm comm, MPIABI_Status *status) {
+  mpic_caller_cpus_enter();
   if (mpic_is_device_comm(comm))
     return mpic_device_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                                 recvtag, comm, status);
@@ -86,6 +93,7 @@ MPIABI_EXPORT int MPIABI_Sendrecv(const void *sendbuf, int sendcount, MPIABI_Dat
 /* ---- XLA's collective permute: MPI_Irecv, MPI_Isend, then MPI_Wait on each ---- */
 MPIABI_EXPORT int MPIABI_Isend(const void *buf, int count, MPIABI_Datatype datatype, int dest, int tag,
                                MPIABI_Comm comm, MPIABI_Request *request) {
+  mpic_caller_cpus_enter();
   if (mpic_is_device_comm(comm)) return mpic_device_isend(buf, count, datatype, dest, tag, comm, request);
   return mpic_next_Isend(buf, count, datatype, dest, tag, comm, request);
 }
@@ -94,16 +102,19 @@ MPIABI_EXPORT int MPIABI_Isend(const void *buf, int count, MPIABI_Datatype datat
  * those on tracked ones, whose arrivals it checks in MPI_Wait. */
 MPIABI_EXPORT int MPIABI_Irecv(void *buf, int count, MPIABI_Datatype datatype, int source, int tag,
                                MPIABI_Comm comm, MPIABI_Request *request) {
+  mpic_caller_cpus_enter();
   if (mpic_is_device_comm(comm)) return mpic_device_irecv(buf, count, datatype, source, tag, comm, request);
   return mpic_arrival_irecv(buf, count, datatype, source, tag, comm, request);
 }
 
 MPIABI_EXPORT int MPIABI_Wait(MPIABI_Request *request, MPIABI_Status *status) {
+  mpic_caller_cpus_enter();
   if (request && mpic_is_device_request(*request)) return mpic_device_wait(request, status);
   return mpic_arrival_wait(request, status);
 }
 
 MPIABI_EXPORT int MPIABI_Waitall(int count, MPIABI_Request array_of_requests[], MPIABI_Status *array_of_statuses) {
+  mpic_caller_cpus_enter();
   for (int i = 0; i < count; i++) /* device requests first, one by one; then the library's */
     if (mpic_is_device_request(array_of_requests[i])) {
       MPIABI_Status *s = array_of_statuses == MPIABI_STATUSES_IGNORE || !array_of_statuses ? MPIABI_STATUS_IGNORE
