@@ -38,6 +38,13 @@ ONCE = TEST_CONFIG == "mpich"
 NOT_STANDARD = pytest.mark.skipif(TEST_CONFIG == "standard", reason="the watchers and MPICH's launcher, the same "
                                   "as in the mpich configuration: the standard ABI changes only the library's ABI")
 
+# The configurations of one more MPI family (the others run jax versions or one part): what a rank
+# finds alone before MPI starts, or Python decides without MPI, is the same over every family, and
+# runs in the mpich configuration and on each jax version only (CI time: docs/contributing.md).
+FAMILY_CONFIG = TEST_CONFIG in ("impi", "openmpi", "standard")
+SAME_ON_EVERY_FAMILY = pytest.mark.skipif(FAMILY_CONFIG, reason="found before MPI starts, or by Python without "
+                                          "MPI: the same on every family (the mpich configuration and each jax)")
+
 # mpi4py's wheels hold builds for the MPICH and Open MPI ABIs only: with the
 # standard ABI it would load MPICH's libmpi.so.12 beside libmpi_abi.so.1.
 needs_mpi4py = pytest.mark.skipif(

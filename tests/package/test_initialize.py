@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, PROGRAMS, explain, mpiexec_path, mpirun, needs_mpi4py, said_on_every_rank
+from helpers import (EXPECTED_FAMILY, FAMILY_CONFIG, PROGRAMS, SAME_ON_EVERY_FAMILY, explain, mpiexec_path, mpirun,
+                     needs_mpi4py, said_on_every_rank)
 from mpi_collectives.tools import launching
 
 # Its answers can differ between jax versions: scripts/test.sh runs it on each jax it tests.
@@ -68,6 +69,7 @@ def test_jax_imported_too_early_is_one_clear_error_on_every_rank():
     assert "python -m mpi_collectives run" in proc.stderr
 
 
+@SAME_ON_EVERY_FAMILY
 @pytest.mark.jax
 def test_run_command_makes_the_early_import_work():
     cmd = [PY, "-m", "mpi_collectives", "run", PROGRAM, "jax-too-early"]
@@ -75,6 +77,7 @@ def test_run_command_makes_the_early_import_work():
     assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
 
 
+@SAME_ON_EVERY_FAMILY
 @pytest.mark.jax
 def test_initialize_after_backend_exists_is_an_error():
     proc = launch("backend-exists")
@@ -82,6 +85,7 @@ def test_initialize_after_backend_exists_is_an_error():
     assert said_on_every_rank(proc, "initialize() was called after JAX created its backend", 2), explain(proc)
 
 
+@SAME_ON_EVERY_FAMILY
 @pytest.mark.jax
 def test_no_mpi_library_is_an_error():
     proc = launch("plain", env={"MPI_COLLECTIVES_LIBMPI": "/nonexistent/libmpi.so.12"})
@@ -124,6 +128,7 @@ def test_a_rank_that_never_calls_initialize_is_named(missing):
     assert "PASS" not in proc.stdout
 
 
+@SAME_ON_EVERY_FAMILY
 @pytest.mark.jax
 def test_coordinator_port_in_use_is_named():
     """JAX's coordinator service segfaults on a port that is taken: we say so first, on every rank."""
@@ -140,6 +145,7 @@ def test_coordinator_port_in_use_is_named():
     assert "Segmentation" not in proc.stdout + proc.stderr
 
 
+@SAME_ON_EVERY_FAMILY
 @pytest.mark.jax
 def test_bad_network_interface_is_named():
     proc = launch("plain", env={"MPI_COLLECTIVES_INTERFACE": "nosuchif0"})
@@ -220,14 +226,15 @@ def test_other_ranks_wait_for_the_coordinator_to_listen():
 
 
 @pytest.mark.jax
+# One value on each more family (what its launcher does with an error found before MPI starts).
 @pytest.mark.parametrize("variable, value, allowed", [
-    ("MPI_COLLECTIVES_PORT", "99999", "a whole number from 0 to 65535"),
+    ("MPI_COLLECTIVES_PORT", "99999", "a whole number from 0 to 65535")] + ([] if FAMILY_CONFIG else [
     ("MPI_COLLECTIVES_INIT_TIMEOUT", "0", "a whole number from 1 to"),
     ("MPI_COLLECTIVES_INIT_TIMEOUT", "-1", "a whole number from 1 to"),
     ("MPI_COLLECTIVES_ABI", "foo", "one of mpich, openmpi, standard"),
     ("MPI_COLLECTIVES_THREAD_LEVEL", "bogus", "one of single, funneled, serialized, multiple, requested"),
     ("MPI_COLLECTIVES_COORDINATOR", "nohost", "host:port"),
-])
+]))
 def test_a_setting_that_is_not_understood_is_an_error_on_every_rank(variable, value, allowed):
     start = time.monotonic()
     proc = launch("plain", env={variable: value}, timeout=120)
@@ -265,6 +272,7 @@ def test_prepare_then_psum():
     assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
 
 
+@SAME_ON_EVERY_FAMILY
 @pytest.mark.jax
 def test_coordinator_on_one_host_listens_on_loopback_only(tmp_path):
     """JAX's coordination service has no authentication: with every rank on one host it is
