@@ -41,12 +41,24 @@ if MODE == "step":
     # (initialize()) or gloo (JAX's default, its coordinator at PROBE_COORDINATOR).
     from mpi_collectives.tools.backends import start
     jax, rank, size = start(os.environ.get("PROBE_BACKEND", "mpi"), os.environ.get("PROBE_COORDINATOR"))
-    from jax.sharding import Mesh
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from mpi_collectives.integration.jax_compat import shard_map
     from mpi_collectives.tools.bench import user_loops
-    got = user_loops.train_step(jax, Mesh(np.array(jax.devices()), ("x",)), rank,
-                                os.environ.get("PROBE_SMOKE") == "1", ITERS)
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    # PROBE_BEFORE_MIB=N: the step after three psums of N MiB in the same process, as the bench's
+    # worker runs it after its collectives of every size (the bench-against-standalone gap).
+    before = int(os.environ.get("PROBE_BEFORE_MIB", "0"))
+    if before:
+        n = before * MiB // 4
+        big = jax.make_array_from_callback((size * n,), NamedSharding(mesh, P("x")),
+                                           lambda i: np.full(n, 1.0, np.float32))
+        f = jax.jit(shard_map()(lambda a: jax.lax.psum(a, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+        for _ in range(3):
+            jax.block_until_ready(f(big))
+        del big
+    got = user_loops.train_step(jax, mesh, rank, os.environ.get("PROBE_SMOKE") == "1", ITERS)
     if rank == 0:
-        env = {k: os.environ[k] for k in ENV_SHOWN + ("PROBE_BACKEND",) if k in os.environ}
+        env = {k: os.environ[k] for k in ENV_SHOWN + ("PROBE_BACKEND", "PROBE_BEFORE_MIB") if k in os.environ}
         for what in ("step", "step-out-in", "local", "gradients"):
             print(json.dumps({"mode": MODE, "what": f"train {what}", "ranks": size,
                               "median_s": float(np.median(got[what])), "env": env}), flush=True)

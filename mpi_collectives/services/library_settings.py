@@ -39,11 +39,14 @@ from ..base import launchers, mpi
 
 FORMAT = 1
 
-Variable = collections.namedtuple("Variable", "name values ops implies")
+Variable = collections.namedtuple("Variable", "name values ops implies by_size", defaults=(False,))
 # What each implementation lets us choose for the MPI collectives XLA calls
 # (all-reduce, all-gather, reduce-scatter; its all-to-all and collective
 # permute are point-to-point). `ops`: the collectives a variable changes, which
-# is what tune judges it by. `implies`: set with it, or the library ignores it.
+# is what tune judges it by. `implies`: set with it, or the library ignores it. `by_size`: the
+# library also takes one value per message size range ("2:0-1024;8:1025-2147483647": Intel MPI's
+# "<preset>:<l>-<m>;..." syntax, sizes in bytes, inclusive), which tune writes where the sizes
+# it measured were won by different values (size_ranges()).
 KNOWN = {
     "mpich": (
         # MPICH's ch4 device collectives, or MPICH's generic algorithms ("none").
@@ -65,9 +68,9 @@ KNOWN = {
         # Intel MPI's algorithm numbers (its reference, I_MPI_ADJUST family): allreduce 1 recursive
         # doubling, 2 Rabenseifner, 8 ring; allgather 1 recursive doubling, 2 Bruck, 3 ring;
         # reduce_scatter 1 recursive halving, 2 pairwise exchange, 3 recursive doubling.
-        Variable("I_MPI_ADJUST_ALLREDUCE", ("1", "2", "8"), ("all-reduce",), {}),
-        Variable("I_MPI_ADJUST_ALLGATHER", ("1", "2", "3"), ("all-gather",), {}),
-        Variable("I_MPI_ADJUST_REDUCE_SCATTER", ("1", "2", "3"), ("reduce-scatter",), {}),
+        Variable("I_MPI_ADJUST_ALLREDUCE", ("1", "2", "8"), ("all-reduce",), {}, by_size=True),
+        Variable("I_MPI_ADJUST_ALLGATHER", ("1", "2", "3"), ("all-gather",), {}, by_size=True),
+        Variable("I_MPI_ADJUST_REDUCE_SCATTER", ("1", "2", "3"), ("reduce-scatter",), {}, by_size=True),
     ),
     "openmpi": (
         # Open MPI's coll/tuned fixed algorithms (ompi_info --param coll tuned --level 9):
@@ -111,6 +114,39 @@ def implementation(version_line: str) -> str:
 
 def known(impl: str) -> dict:
     return {v.name: v for v in KNOWN.get(impl, ())}
+
+
+_RANGE = re.compile(r"(\d+):(\d+)-(\d+)")
+# The upper end of the last size range. Intel MPI 2021's sizes are C ints: a larger bound is
+# "Incorrect adjust value" at MPI_Init, and then a segmentation fault in the first all-reduce
+# (2021.18, 2 ranks: measured here), so no range may end above it.
+LARGEST = (1 << 31) - 1
+
+
+def size_ranges(value: str) -> list:
+    """[(value, lo, hi)] of a by-size value, in its order; ValueError when it is not one."""
+    out = []
+    for part in value.split(";"):
+        m = _RANGE.fullmatch(part)
+        if not m or int(m[2]) > int(m[3]):
+            raise ValueError(part)
+        out.append((m[1], int(m[2]), int(m[3])))
+    return out
+
+
+def allowed_value(variable: Variable, value) -> bool:
+    """One of the variable's values, or for a by-size variable ranges of them that do not overlap."""
+    if value in variable.values:
+        return True
+    if not variable.by_size or not isinstance(value, str):
+        return False
+    try:
+        ranges = size_ranges(value)
+    except ValueError:
+        return False
+    ends = sorted((lo, hi) for _, lo, hi in ranges)
+    return all(v in variable.values and hi <= LARGEST for v, _, hi in ranges) and \
+        all(a_hi < b_lo for (_, a_hi), (b_lo, _) in zip(ends, ends[1:]))
 
 
 def with_implied(impl: str, chosen: dict) -> dict:
@@ -233,7 +269,7 @@ def _check_entry(path: str, entry) -> None:
     impl = entry.get("implementation")
     allowed = known(impl)
     for name, value in entry["settings"].items():
-        if name not in allowed or value not in allowed[name].values:
+        if name not in allowed or not allowed_value(allowed[name], value):
             raise Refused(f"{path} sets {name}={value!r}, which is not among the settings mpi-collectives "
                           f"knows for {impl or 'that MPI'}")
 

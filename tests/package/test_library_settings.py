@@ -112,6 +112,35 @@ def test_a_file_with_an_unknown_setting_is_refused_whole(settings, tmp_path):
                          "mpi-collectives knows for mpich"), line
 
 
+INTEL = "Intel(R) MPI Library 2021.18 for Linux* OS"
+
+
+def test_intel_takes_one_value_per_size_range_from_a_file(tmp_path):
+    ranged = "1:0-724;8:725-2147483647"
+    path = write(tmp_path, entry(implementation="impi", version=INTEL, settings={"I_MPI_ADJUST_ALLREDUCE": ranged}))
+    chosen, line = decide(path=path, version=INTEL)
+    assert chosen == {"I_MPI_ADJUST_ALLREDUCE": ranged}, line
+
+
+@pytest.mark.parametrize("value", ["4:0-100", "1:100-50", "1:0-4294967295", "1:0-100;2:100-200", "1:0-100,2", "1:0-100;", "1:-5-7",
+                                   "1:0-100;rm -rf"])
+def test_size_ranges_that_are_not_the_librarys_own_are_refused(value, tmp_path):
+    """An algorithm tune does not know, a range upside down, one past Intel MPI's int (which it
+    rejects and then crashes on), ranges that overlap, anything else."""
+    path = write(tmp_path, entry(implementation="impi", version=INTEL, settings={"I_MPI_ADJUST_ALLREDUCE": value}))
+    chosen, line = decide(path=path, version=INTEL)
+    assert chosen == {}, line
+    assert f"sets I_MPI_ADJUST_ALLREDUCE={value!r}, which is not among the settings" in line, line
+
+
+def test_size_ranges_only_where_the_library_takes_them(tmp_path):
+    version = "Open MPI v5.0.11"
+    path = write(tmp_path, entry(implementation="openmpi", version=version,
+                                 settings={"OMPI_MCA_coll_tuned_allreduce_algorithm": "3:0-100"}))
+    chosen, line = decide(path=path, version=version)
+    assert chosen == {} and "which is not among the settings" in line, line
+
+
 def test_a_file_others_can_write_is_refused(tmp_path):
     path = write(tmp_path, entry(), mode=0o622)
     _, line = decide(path=path)
@@ -198,6 +227,24 @@ def test_each_rank_starts_mpi_with_the_settings_of_its_tuning_file(tmp_path):
     for rank, line in enumerate(got):
         assert line == (f"RANK {rank} ['mpi-settings: {shown} (measured by mpi-collectives tune on 2026-11-25)'] "
                         f"{expected}"), got
+
+
+@pytest.mark.jax
+@pytest.mark.skipif(TEST_CONFIG != "impi", reason="size ranges are Intel MPI's alone")
+def test_intel_mpi_runs_exact_with_the_size_ranges_tune_writes(tmp_path):
+    """What tune writes for Intel MPI where different algorithms won different sizes: Intel MPI
+    takes it (no "Incorrect adjust value") and JAX's psum through it is exact."""
+    info = json.loads(subprocess.check_output([sys.executable, "-m", "mpi_collectives", "info", "--json"],
+                                              cwd=HERE, text=True))
+    ranged = "1:0-724;8:725-2147483647"
+    path = write(tmp_path, entry(implementation="impi", version=info["version"],
+                                 library=os.path.realpath(info["library"]), cpus=os.cpu_count(),
+                                 settings={"I_MPI_ADJUST_ALLREDUCE": ranged}))
+    proc = run([mpiexec_path(), "-n", "2", sys.executable, os.path.join(HERE, "programs", "init_cases.py"), "plain"],
+               env={"MPI_COLLECTIVES_INIT_TIMEOUT": "60", "MPI_COLLECTIVES_TUNING_FILE": path}, cwd=HERE)
+    assert proc.returncode == 0 and proc.stdout.count("PASS plain") == 2, explain(proc)
+    assert f"mpi-settings: I_MPI_ADJUST_ALLREDUCE={ranged}" in proc.stdout, explain(proc)
+    assert "Incorrect adjust value" not in proc.stderr, explain(proc)
 
 
 @pytest.mark.jax

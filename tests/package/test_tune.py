@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+import numpy as np
 import pytest
 
 from helpers import HERE, explain, mpiexec_path, run
@@ -96,3 +97,17 @@ def test_the_choice_keeps_only_values_clearly_faster():
                      for v, f in (("1", 0.99), ("2", 0.8), ("3", 0.7))})
     kept, _ = choose("impi", measured, defaults)
     assert kept == {"I_MPI_ADJUST_ALLREDUCE": "2", "I_MPI_ADJUST_REDUCE_SCATTER": "3"}
+    # Different algorithms winning different sizes: the winners as Intel MPI's size ranges, which
+    # meet halfway (geometrically) between the sizes measured, 8 B and 64 KiB here.
+    per_size = lambda op, f8, f64: {op: {8: defaults[op][8] * f8, 65536: defaults[op][65536] * f64}}  # noqa: E731
+    measured["I_MPI_ADJUST_ALLREDUCE", "1"] = per_size("all-reduce", 0.5, 1.0)
+    measured["I_MPI_ADJUST_ALLREDUCE", "2"] = per_size("all-reduce", 1.2, 1.1)
+    measured["I_MPI_ADJUST_ALLREDUCE", "8"] = per_size("all-reduce", 1.0, 0.6)
+    # The defaults win the small all-gather: only the large range is set.
+    measured["I_MPI_ADJUST_ALLGATHER", "3"] = per_size("all-gather", 1.3, 0.5)
+    kept, rows = choose("impi", measured, defaults)
+    assert kept == {"I_MPI_ADJUST_ALLREDUCE": "1:0-724;8:725-2147483647", "I_MPI_ADJUST_ALLGATHER": "3:725-2147483647",
+                    "I_MPI_ADJUST_REDUCE_SCATTER": "3"}, kept
+    assert ("I_MPI_ADJUST_ALLREDUCE", "1:0-724;8:725-2147483647", pytest.approx(np.sqrt(0.5 * 0.6))) in rows
+    from mpi_collectives.services.library_settings import KNOWN, allowed_value
+    assert all(allowed_value(next(v for v in KNOWN["impi"] if v.name == name), value) for name, value in kept.items())

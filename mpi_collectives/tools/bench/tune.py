@@ -12,7 +12,10 @@ defaults, on the C loop of the collectives the variable changes. They run in
 interleaved rounds (--rounds), so that all see the same machine, and each
 candidate's median per size over the rounds is compared with the defaults'.
 A value is kept when it is at least MIN_GAIN faster, as a geometric mean over
-the collectives and sizes it changes. Then JAX's all-reduce, all-gather and reduce-scatter run
+the collectives and sizes it changes. Where the library takes a value per
+message size range (Intel MPI's I_MPI_ADJUST_*) and different values won
+different sizes, the winners as size ranges are one more candidate, judged the
+same way (by_size). Then JAX's all-reduce, all-gather and reduce-scatter run
 through initialize() with the kept settings and with the library's defaults;
 when JAX is slower with them, nothing is kept. The entry is written for this
 MPI installation, ranks per node and node size; a rerun replaces it. A job
@@ -22,6 +25,7 @@ uses it only where every rank can tell that every node holds that many ranks
 import argparse
 import datetime
 import json
+import math
 import os
 import sys
 import tempfile
@@ -95,11 +99,45 @@ def rounds(args, path, sizes, candidates: dict) -> dict:
     return {key: median_of(r) for key, r in runs.items()}
 
 
+def by_size(variable, measured, baseline):
+    """(value, ratio) of the value that won each measured size, as the library's size ranges (the
+    ranges meet halfway, geometrically, between measured sizes; a size the defaults win is left to
+    the library), or None where one value, or none, wins every size. The ratio is the geometric
+    mean over the variable's collectives and sizes."""
+    logs, won = [], {}
+    for op in variable.ops:
+        sizes = sorted(baseline[op])
+        for i, size in enumerate(sizes):
+            value, r = min(((v, measured[(variable.name, v)][op][size] / baseline[op][size]) for v in variable.values),
+                           key=lambda vr: vr[1])
+            value, r = (value, r) if r <= 1 - MIN_GAIN else (None, 1.0)
+            logs.append(np.log(r))
+            lo = 0 if i == 0 else math.isqrt(sizes[i - 1] * size) + 1
+            hi = library_settings.LARGEST if i == len(sizes) - 1 else math.isqrt(size * sizes[i + 1])
+            won.setdefault(op, []).append((value, lo, hi))
+    if len(variable.ops) != 1 or len({value for value, _, _ in won[variable.ops[0]]}) < 2:
+        return None  # (one collective per by-size variable: one set of ranges)
+    ranges = []
+    for value, lo, hi in won[variable.ops[0]]:
+        if value is None:
+            continue
+        if ranges and ranges[-1][0] == value and ranges[-1][2] == lo - 1:
+            ranges[-1][2] = hi
+        else:
+            ranges.append([value, lo, hi])
+    return ";".join(f"{v}:{lo}-{hi}" for v, lo, hi in ranges), float(np.exp(np.mean(logs)))
+
+
 def choose(impl, measured, baseline) -> tuple:
-    """({variable: value} kept, [(variable, value, ratio)] of every candidate)."""
+    """({variable: value} kept, [(variable, value, ratio)] of every candidate, and of the size
+    ranges of a by-size variable whose sizes different values won)."""
     kept, rows = {}, []
     for variable in library_settings.KNOWN[impl]:
         scores = {value: ratio(measured[(variable.name, value)], baseline) for value in variable.values}
+        if variable.by_size:
+            ranged = by_size(variable, measured, baseline)
+            if ranged and ranged[1] < min(scores.values()):
+                scores[ranged[0]] = ranged[1]
         rows += [(variable.name, value, r) for value, r in scores.items()]
         value, r = min(scores.items(), key=lambda kv: kv[1])
         if r <= 1 - MIN_GAIN:
