@@ -92,6 +92,33 @@ def read_until(proc, enough, timeout=120):
     return lines + ([pending.decode(errors="replace")] if pending else [])
 
 
+def preempt_after_first_save(proc, stop, timeout=120):
+    """A running examples/checkpoint_orbax.py job (--every 20): once both ranks have saved step 20,
+    stop() (SIGTERM to the launcher, or scancel); (exit status, stdout, stderr, seconds from the
+    stop to the end). The job is ended if it outlives the timeout."""
+    stopped = None
+    try:
+        lines = read_until(proc, lambda got: "".join(got).count("saved step 20") == 2, timeout=timeout)
+        assert "".join(lines).count("saved step 20") == 2, "".join(lines)
+        stopped = time.monotonic()
+        stop()
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            launching.end(proc)
+    return proc.returncode, "".join(lines) + out, err, time.monotonic() - stopped
+
+
+def preempted_step(returncode, out, err, seconds) -> int:
+    """The step both ranks saved on preemption (the same on both, the job ended 0)."""
+    import re
+    text = f"exit {returncode} {seconds:.1f} s after the stop\n{out}\n{err[-3000:]}"
+    assert returncode == 0, text
+    saved = re.findall(r"rank (\d): preempted: saved step (\d+), ending", out)
+    assert sorted(r for r, _ in saved) == ["0", "1"] and len({s for _, s in saved}) == 1, text
+    return int(saved[0][1])
+
+
 def explain(proc):
     return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-6000:]}"
 

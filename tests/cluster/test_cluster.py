@@ -35,7 +35,7 @@ import pytest
 
 from cluster_harness import SUBNET, Cluster, why_not_here
 from helpers import (EXPECTED_FAMILY, HERE, MPI_SUITES, PROGRAMS, ROOT, check_every_rank_passed, explain,
-                     read_until, run)
+                     preempt_after_first_save, preempted_step, run)
 from mpi_collectives.services import liveness
 from mpi_collectives.tools import launching
 from readme_blocks import blocks as readme_blocks
@@ -683,22 +683,11 @@ def test_srun_orbax_job_ended_by_scancel_saves_and_resumes(slurm, tmp_path):
         env.pop(var, None)
     proc = launching.start(slurm.command("node1", srun(tmp_path / "stopped", "--step-seconds", "0.05"), cwd=HERE),
                            env=env)
-    try:
-        lines = read_until(proc, lambda got: "".join(got).count("saved step 20") == 2, timeout=180)
-        assert "".join(lines).count("saved step 20") == 2, "".join(lines)
-        subprocess.run(slurm.command("node1", ["scancel", "--signal=TERM", "--name", name]), check=True)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            launching.end(proc)
-    out = "".join(lines) + out
-    text = f"exit {proc.returncode}\n{out}\n{err[-3000:]}"
-    assert proc.returncode == 0, text
-    saved = re.findall(r"rank (\d): preempted: saved step (\d+), ending", out)
-    assert sorted(r for r, _ in saved) == ["0", "1"] and len({s for _, s in saved}) == 1, text
+    scancel = slurm.command("node1", ["scancel", "--signal=TERM", "--name", name])
+    step = preempted_step(*preempt_after_first_save(proc, lambda: subprocess.run(scancel, check=True), timeout=180))
 
     resumed = on_node1(slurm, srun(tmp_path / "stopped"), timeout=180)
     assert resumed.returncode == 0, explain(resumed)
-    assert resumed.stdout.count(f"resumed from step {saved[0][1]}") == 2, explain(resumed)
+    assert resumed.stdout.count(f"resumed from step {step}") == 2, explain(resumed)
     assert re.findall(r"done: step 60, loss [\d.]+, parameters ([0-9a-f]+)", resumed.stdout) == want, \
         explain(resumed)

@@ -13,11 +13,11 @@ import os
 import re
 import signal
 import sys
-import time
 
 import pytest
 
-from helpers import ONCE, PROGRAMS, ROOT, explain, mpiexec_path, mpirun, read_until, run
+from helpers import (ONCE, PROGRAMS, ROOT, explain, mpiexec_path, mpirun, preempt_after_first_save,
+                     preempted_step, run)
 from mpi_collectives.tools import launching
 
 EXAMPLE = os.path.join(ROOT, "examples", "checkpoint_orbax.py")
@@ -61,22 +61,8 @@ def test_orbax_saves_on_sigterm_and_resumes_to_the_same_parameters(tmp_path):
            "20", "--step-seconds", "0.05"]
     proc = launching.start(cmd, env=launching.environment({"MPITRAMPOLINE_LIB": None,
                                                           "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}))
-    try:
-        lines = read_until(proc, lambda got: "".join(got).count("saved step 20") == 2, timeout=120)
-        assert "".join(lines).count("saved step 20") == 2, "".join(lines)
-        stopped = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            launching.end(proc)
-    out = "".join(lines) + out
-    text = f"exit {proc.returncode} after SIGTERM in {time.monotonic() - stopped:.1f} s\n{out}\n{err[-3000:]}"
-    assert proc.returncode == 0, text
-    saved = re.findall(r"rank (\d): preempted: saved step (\d+), ending", out)
-    assert sorted(r for r, _ in saved) == ["0", "1"] and len({s for _, s in saved}) == 1, text
-    step = int(saved[0][1])
-    assert 20 < step < 59 and str(step) in os.listdir(folder), text
+    step = preempted_step(*preempt_after_first_save(proc, lambda: proc.send_signal(signal.SIGTERM)))
+    assert 20 < step < 59 and str(step) in os.listdir(folder), (step, os.listdir(folder))
 
     resumed = checkpoint_run(folder)
     assert resumed.returncode == 0, explain(resumed)
