@@ -100,31 +100,29 @@ def rounds(args, path, sizes, candidates: dict) -> dict:
 
 
 def by_size(variable, measured, baseline):
-    """(value, ratio) of the value that won each measured size, as the library's size ranges (the
-    ranges meet halfway, geometrically, between measured sizes; a size the defaults win is left to
-    the library), or None where one value, or none, wins every size. The ratio is the geometric
-    mean over the variable's collectives and sizes."""
-    logs, won = [], {}
-    for op in variable.ops:
-        sizes = sorted(baseline[op])
-        for i, size in enumerate(sizes):
-            value, r = min(((v, measured[(variable.name, v)][op][size] / baseline[op][size]) for v in variable.values),
-                           key=lambda vr: vr[1])
-            value, r = (value, r) if r <= 1 - MIN_GAIN else (None, 1.0)
-            logs.append(np.log(r))
-            lo = 0 if i == 0 else math.isqrt(sizes[i - 1] * size) + 1
-            hi = library_settings.LARGEST if i == len(sizes) - 1 else math.isqrt(size * sizes[i + 1])
-            won.setdefault(op, []).append((value, lo, hi))
-    if len(variable.ops) != 1 or len({value for value, _, _ in won[variable.ops[0]]}) < 2:
-        return None  # (one collective per by-size variable: one set of ranges)
-    ranges = []
-    for value, lo, hi in won[variable.ops[0]]:
+    """(value, ratio) of the value that won each measured size of the variable's one collective,
+    as the library's size ranges (they meet halfway, geometrically, between measured sizes; a size
+    the defaults win is left to the library), or None where one value, or none, wins every size.
+    The ratio is the geometric mean over the sizes."""
+    (op,) = variable.ops  # a by-size variable changes one collective: one set of ranges
+    sizes = sorted(baseline[op])
+    logs, ranges, winners = [], [], set()
+    for i, size in enumerate(sizes):
+        value, r = min(((v, measured[(variable.name, v)][op][size] / baseline[op][size]) for v in variable.values),
+                       key=lambda vr: vr[1])
+        value, r = (value, r) if r <= 1 - MIN_GAIN else (None, 1.0)
+        logs.append(np.log(r))
+        winners.add(value)
+        lo = 0 if i == 0 else math.isqrt(sizes[i - 1] * size) + 1
+        hi = library_settings.LARGEST if i == len(sizes) - 1 else math.isqrt(size * sizes[i + 1])
         if value is None:
             continue
         if ranges and ranges[-1][0] == value and ranges[-1][2] == lo - 1:
             ranges[-1][2] = hi
         else:
             ranges.append([value, lo, hi])
+    if len(winners) < 2:
+        return None
     return ";".join(f"{v}:{lo}-{hi}" for v, lo, hi in ranges), float(np.exp(np.mean(logs)))
 
 
