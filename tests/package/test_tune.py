@@ -10,11 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import HERE, explain, mpiexec_path, run
+from helpers import HERE, SAME_ON_EVERY_FAMILY, explain, mpiexec_path, mpirun, run
 
 # Once per MPI family (its candidates are the family's own), on the newest jax of each family's
-# venv only: with MPICH's algorithm per collective its candidates became 12 launches, and what
-# depends on jax (JAX's collectives through initialize()) the other tests run on every jax.
+# venv only: MPICH's candidates are 6 launches and the defaults' (launches()), and what depends on
+# jax (JAX's collectives through initialize()) the other tests run on every jax.
 
 
 def tune(*args, env=None):
@@ -115,3 +115,92 @@ def test_the_choice_keeps_only_values_clearly_faster():
     assert ("I_MPI_ADJUST_ALLREDUCE", "1:0-724;8:725-2147483647", pytest.approx(np.sqrt(0.5 * 0.6))) in rows
     from mpi_collectives.services.library_settings import KNOWN, allowed_value
     assert all(allowed_value(next(v for v in KNOWN["impi"] if v.name == name), value) for name, value in kept.items())
+
+
+def test_the_defaults_twice_set_how_much_faster_a_value_must_be():
+    """The defaults' two launches a round: their spread is the noise a kept value must beat, when
+    it is above MIN_GAIN; the baseline is their geometric mean."""
+    from mpi_collectives.tools.bench.tune import MIN_GAIN, between, choose, noise
+    first = {"all-reduce": {8: 1.0, 65536: 10.0}, "all-gather": {8: 1.0, 65536: 10.0},
+             "reduce-scatter": {8: 1.0, 65536: 10.0}}
+    again = {op: {8: t[8] * 1.21, 65536: t[65536]} for op, t in first.items()}
+    assert noise(first, first) == 0.0 and noise(first, again) == pytest.approx(0.1)  # sqrt(1.21) - 1
+    assert between(first, again)["all-gather"] == {8: pytest.approx(1.1), 65536: 10.0}
+    baseline = between(first, again)
+    from mpi_collectives.services.library_settings import KNOWN
+    same = {(v.name, value): {op: baseline[op] for op in v.ops} for v in KNOWN["mpich"] for value in v.values}
+    ring = {**same, ("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "ring"):
+            {"all-reduce": {b: t * 0.92 for b, t in baseline["all-reduce"].items()}}}
+    assert choose("mpich", ring, baseline, MIN_GAIN)[0] == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}
+    assert choose("mpich", ring, baseline, max(MIN_GAIN, noise(first, again)))[0] == {}  # 8% is inside 10% noise
+
+
+def test_every_value_is_measured_once_beside_only_other_collectives():
+    """launches(): variables share a launch only where each changes its own collectives and what
+    they need beside them agrees, so each value is judged on times nothing else changed."""
+    from mpi_collectives.services.library_settings import KNOWN, with_implied
+    from mpi_collectives.tools.bench.tune import launches
+    expected_launches = {"mpich": 6, "impi": 3, "openmpi": 3}
+    for impl, variables in KNOWN.items():
+        plan = launches(impl)
+        assert len(plan) == expected_launches[impl], (impl, plan)
+        judged = [key for _, _, j in plan for key in j]
+        assert sorted(judged) == sorted((v.name, value) for v in variables for value in v.values), impl
+        for ops, settings, launch in plan:
+            seen = [op for key_ops in launch.values() for op in key_ops]
+            assert len(seen) == len(set(seen)) and set(seen) == set(ops), (impl, launch)
+            for name, value in launch:
+                assert with_implied(impl, {name: value}).items() <= settings.items(), (impl, name, value, settings)
+            named = {name for name, _ in launch}
+            assert set(settings) - named <= {k for v in variables if v.name in named for k in v.implies}, settings
+    # MPICH's device collectives change every collective: never beside an algorithm, whose path
+    # they would contradict.
+    assert all("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM" not in s or s["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none"
+               for _, s, _ in launches("mpich"))
+
+
+def test_kept_settings_must_not_slow_jax_or_the_training_step(monkeypatch):
+    """confirm(): the kept settings against the defaults on JAX's collectives, then on the training
+    step; a slower step (beyond MIN_GAIN, its noise) drops them, as slower collectives do."""
+    import types
+
+    from mpi_collectives.tools.bench import tune
+    args = types.SimpleNamespace(rounds=2)
+    kept = {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}
+
+    def confirm(jax_factor, step_factor):
+        calls = []
+
+        def measure(_args, path, sizes, ops, settings):
+            calls.append(path)
+            factor = 1.0 if not settings else (jax_factor if path == "jax-mpi" else step_factor)
+            if path == "jax-step":
+                return {"train-step": {"weights [in, out]": 0.2 * factor, "weights [out, in]": 0.1 * factor}}
+            return {op: {s: 1e-3 * factor for s in sizes} for op in ops}
+        monkeypatch.setattr(tune, "measure", measure)
+        said = []
+        got = tune.confirm(args, "mpich", dict(kept), [8, 65536], ["all-reduce"], said.append)
+        return got, calls, said
+
+    (k, jax_ratio, step_ratio), calls, _ = confirm(0.8, 1.03)
+    assert (k, jax_ratio, step_ratio) == (kept, pytest.approx(0.8), pytest.approx(1.03))
+    assert calls == ["jax-mpi"] * 4 + ["jax-step"] * 4  # kept and defaults, interleaved, 2 rounds each
+    (k, _, step_ratio), _, said = confirm(0.8, 1.1)
+    assert k == {} and step_ratio == pytest.approx(1.1)
+    assert said[-1] == f"the training step was 1.10x as slow with {kept} as with the defaults: none kept"
+    (k, jax_ratio, step_ratio), calls, _ = confirm(1.02, 0.9)
+    assert (k, jax_ratio, step_ratio) == ({}, pytest.approx(1.02), None) and "jax-step" not in calls
+
+
+@SAME_ON_EVERY_FAMILY
+@pytest.mark.jax
+def test_the_step_tune_confirms_on_runs_and_checks_its_result(tmp_path):
+    """The worker's jax-step path (the bench's training step alone, through initialize()), as tune
+    launches it: both weight layouts, every rank's result checked against one device's."""
+    out = tmp_path / "step.json"
+    proc = mpirun(2, [sys.executable, "-m", "mpi_collectives.tools.bench.worker", "jax-step", str(out), "8", "0.1"],
+                  env={"MPI_COLLECTIVES_BENCH_SMOKE": "1", "JAX_PLATFORMS": "cpu", "MPITRAMPOLINE_LIB": None,
+                       "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None})
+    assert proc.returncode == 0, explain(proc)
+    got = json.loads(out.read_text())["train-step"]
+    assert sorted(got) == ["step", "step-out-in"] and all(len(t) == 3 and min(t) > 0 for t in got.values()), got

@@ -5,19 +5,29 @@ write them where initialize() reads them (library_settings.py).
     mpi-collectives tune --ranks 16                              # this node, its mpiexec
     mpi-collectives tune --ranks 64 --launcher "srun --mpi=pmi2" # inside an allocation
 
-Each candidate is its own launch (an MPI library reads its settings once, at
-MPI_Init): the library's defaults, and each known variable
-(library_settings.KNOWN) at each of its values with the others at their
-defaults, on the C loop of the collectives the variable changes. They run in
-interleaved rounds (--rounds), so that all see the same machine, and each
-candidate's median per size over the rounds is compared with the defaults'.
-A value is kept when it is at least MIN_GAIN faster, as a geometric mean over
-the collectives and sizes it changes. Where the library takes a value per
+An MPI library reads its settings once, at MPI_Init, so settings are
+compared across launches: the library's defaults, and each known variable
+(library_settings.KNOWN) at each of its values, on the C loop through the
+wrapper of the collectives the variable changes. Variables that change
+different collectives and need nothing contradictory beside them share a
+launch (launches()): MPICH's all-reduce, all-gather and reduce-scatter
+algorithms are one launch per value index, not one per value, which halves
+the launches. The launches run in interleaved rounds (--rounds), so that all
+see the same machine, and each candidate's median per size over the rounds is
+compared with the defaults'.
+The defaults are launched twice in every round, first and last: their
+difference is the run's own noise, and a value is kept when it is faster than
+the defaults (the two launches' geometric mean) by at least MIN_GAIN or that
+noise, whichever is larger, as a geometric mean over the collectives and
+sizes it changes. Where the library takes a value per
 message size range (Intel MPI's I_MPI_ADJUST_*) and different values won
 different sizes, the winners as size ranges are one more candidate, judged the
-same way (by_size). Then JAX's all-reduce, all-gather and reduce-scatter run
-through initialize() with the kept settings and with the library's defaults;
-when JAX is slower with them, nothing is kept. The entry is written for this
+same way (by_size). Then the kept settings are confirmed where a program
+meets them, against the library's defaults in interleaved rounds: JAX's
+all-reduce, all-gather and reduce-scatter through initialize() (nothing kept
+when they are slower), then the bench's data-parallel training step, weights
+[in, out] and [out, in] (nothing kept when it is more than MIN_GAIN slower:
+the step's compute dilutes a collective's gain, and its noise is larger). The entry is written for this
 MPI installation, ranks per node and node size; a rerun replaces it. A job
 uses it only where every rank can tell that every node holds that many ranks
 (library_settings.job_layout): on one node, or under srun.
@@ -29,6 +39,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -40,6 +51,7 @@ SIZES = [8, 65536, 1 << 20, 1 << 24]
 MIN_GAIN = 0.05  # a kept value is at least 5% faster (geometric mean over sizes): below is noise
 C_TARGET = "C via wrapper"
 JAX_OPS = ("all-reduce", "all-gather", "reduce-scatter")
+STEP_SHOWN = {"step": "weights [in, out]", "step-out-in": "weights [out, in]"}
 
 
 def parse(argv, prog, parser_class):
@@ -67,14 +79,17 @@ def parse(argv, prog, parser_class):
 
 def measure(args, path, sizes, ops, settings) -> dict:
     """{op: {bytes: median seconds}} of one launch of the bench worker, with the MPI library's
-    settings exactly `settings` (MPI_COLLECTIVES_MPI_SETTINGS=0: initialize() adds none)."""
+    settings exactly `settings` (MPI_COLLECTIVES_MPI_SETTINGS=0: initialize() adds none); for
+    the training step (path jax-step), {"train-step": {weights layout: median seconds}}."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.json")
         env = dict(settings, MPI_COLLECTIVES_MPI_SETTINGS="0")
         bench_run.launch(args, args.ranks, ["mpi_collectives.tools.bench.worker", path, out, ",".join(map(str, sizes)),
                                             str(args.scale), ",".join(ops)], args.timeout, env)
         got = json.load(open(out))
-    results = got["results_by_target"][C_TARGET] if path == "c" else got["results"]
+    if path == "jax-step":
+        return {"train-step": {STEP_SHOWN[k]: float(np.median(t)) for k, t in got["train-step"].items()}}
+    results = got["results_by_target"][C_TARGET] if path.startswith("c") else got["results"]
     return {op: {int(b): float(np.median(t)) for b, t in by_size.items()} for op, by_size in results.items()}
 
 
@@ -99,7 +114,53 @@ def rounds(args, path, sizes, candidates: dict) -> dict:
     return {key: median_of(r) for key, r in runs.items()}
 
 
-def by_size(variable, measured, baseline):
+def launches(impl) -> list:
+    """The C-loop launches that measure every known value once: [(ops, settings, {(variable,
+    value): the collectives it is judged on})]. Variables join a group when their collectives
+    differ from the group's and nothing either needs beside it (`implies`) names or contradicts
+    the other: each changes only its own collective, so the k-th value of every variable of a
+    group is measured in one launch, each on its own collectives."""
+    groups = []
+    for variable in library_settings.KNOWN[impl]:
+        for group in groups:
+            implies = {k: v for g in group for k, v in g.implies.items()}
+            if (all(set(variable.ops).isdisjoint(g.ops) for g in group)
+                    and all(implies.get(k, v) == v for k, v in variable.implies.items())
+                    and variable.name not in implies and not {g.name for g in group} & set(variable.implies)):
+                group.append(variable)
+                break
+        else:
+            groups.append([variable])
+    out = []
+    for group in groups:
+        for k in range(max(len(v.values) for v in group)):
+            chosen = {v.name: v.values[k] for v in group if k < len(v.values)}
+            judged = {(v.name, v.values[k]): v.ops for v in group if k < len(v.values)}
+            ops = [op for op in JAX_OPS if any(op in o for o in judged.values())]
+            out.append((ops, library_settings.with_implied(impl, chosen), judged))
+    return out
+
+
+def per_candidate(plan, measured) -> dict:
+    """{(variable, value): {op: {bytes: seconds}}} from the launches' medians (measured[i]: launch
+    i of `plan`), each value on its own collectives only."""
+    return {key: {op: measured[i][op] for op in ops} for i, (_, _, judged) in enumerate(plan)
+            for key, ops in judged.items()}
+
+
+def noise(first: dict, again: dict) -> float:
+    """How far two launches of the same settings differ: exp(mean |log(first/again)|) - 1 over
+    every collective and size (0.1: 10% apart, typically)."""
+    logs = [abs(np.log(t / again[op][b])) for op, by_size in first.items() for b, t in by_size.items()]
+    return float(np.exp(np.mean(logs)) - 1)
+
+
+def between(first: dict, again: dict) -> dict:
+    """The two launches' geometric mean, per collective and size."""
+    return {op: {b: float(np.sqrt(t * again[op][b])) for b, t in by_size.items()} for op, by_size in first.items()}
+
+
+def by_size(variable, measured, baseline, min_gain=MIN_GAIN):
     """(value, ratio) of the value that won each measured size of the variable's one collective,
     as the library's size ranges (they meet halfway, geometrically, between measured sizes; a size
     the defaults win is left to the library), or None where one value, or none, wins every size.
@@ -110,7 +171,7 @@ def by_size(variable, measured, baseline):
     for i, size in enumerate(sizes):
         value, r = min(((v, measured[(variable.name, v)][op][size] / baseline[op][size]) for v in variable.values),
                        key=lambda vr: vr[1])
-        value, r = (value, r) if r <= 1 - MIN_GAIN else (None, 1.0)
+        value, r = (value, r) if r <= 1 - min_gain else (None, 1.0)
         logs.append(np.log(r))
         winners.add(value)
         lo = 0 if i == 0 else math.isqrt(sizes[i - 1] * size) + 1
@@ -126,19 +187,20 @@ def by_size(variable, measured, baseline):
     return ";".join(f"{v}:{lo}-{hi}" for v, lo, hi in ranges), float(np.exp(np.mean(logs)))
 
 
-def choose(impl, measured, baseline) -> tuple:
+def choose(impl, measured, baseline, min_gain=MIN_GAIN) -> tuple:
     """({variable: value} kept, [(variable, value, ratio)] of every candidate, and of the size
-    ranges of a by-size variable whose sizes different values won)."""
+    ranges of a by-size variable whose sizes different values won); kept: at least min_gain
+    faster."""
     kept, rows = {}, []
     for variable in library_settings.KNOWN[impl]:
         scores = {value: ratio(measured[(variable.name, value)], baseline) for value in variable.values}
         if variable.by_size:
-            ranged = by_size(variable, measured, baseline)
+            ranged = by_size(variable, measured, baseline, min_gain)
             if ranged and ranged[1] < min(scores.values()):
                 scores[ranged[0]] = ranged[1]
         rows += [(variable.name, value, r) for value, r in scores.items()]
         value, r = min(scores.items(), key=lambda kv: kv[1])
-        if r <= 1 - MIN_GAIN:
+        if r <= 1 - min_gain:
             kept[variable.name] = value
     # A kept value needs what it implies (MPICH's algorithms its generic path): a kept value of
     # that variable which contradicts it was measured without the other and goes.
@@ -148,6 +210,31 @@ def choose(impl, measured, baseline) -> tuple:
             if kept.get(other, needed) != needed:
                 del kept[other]
     return kept, rows
+
+
+def confirm(args, impl, kept, sizes, ops, say) -> tuple:
+    """(kept, JAX's collectives' time ratio, the training step's) after the kept settings are
+    measured, against the library's defaults, where programs meet them: JAX's collectives
+    through initialize() (none kept when slower), then the training step (none kept when more
+    than MIN_GAIN slower). A ratio is None where nothing was left to measure."""
+    jax_ratio = step_ratio = None
+    if kept:
+        say(f"JAX's collectives with {kept} and with the defaults, {args.rounds} rounds")
+        jax = rounds(args, "jax-mpi", sizes, {"kept": (ops, library_settings.with_implied(impl, kept)),
+                                              "defaults": (ops, {})})
+        jax_ratio = ratio(jax["kept"], jax["defaults"])
+        if jax_ratio > 1.0:
+            say(f"JAX's collectives were {jax_ratio:.2f}x as slow with {kept} as with the defaults: none kept")
+            kept = {}
+    if kept:
+        say(f"the training step with {kept} and with the defaults, {args.rounds} rounds")
+        step = rounds(args, "jax-step", sizes, {"kept": ((), library_settings.with_implied(impl, kept)),
+                                                "defaults": ((), {})})
+        step_ratio = ratio(step["kept"], step["defaults"])
+        if step_ratio > 1 + MIN_GAIN:
+            say(f"the training step was {step_ratio:.2f}x as slow with {kept} as with the defaults: none kept")
+            kept = {}
+    return kept, jax_ratio, step_ratio
 
 
 def refuse_users_own(impl):
@@ -169,6 +256,7 @@ def ranks_per_node(args) -> tuple:
 
 def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentParser) -> int:
     args = parse(argv, prog, parser_class)
+    started = time.monotonic()
     if mpi.family() == "none":
         raise SystemExit("mpi-collectives tune: " + mpi.not_loaded_message())
     version = mpi.library_version()
@@ -185,32 +273,29 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
         f"{library_settings.node_cpus()} CPUs), sizes {sizes[0]} B to {sizes[-1]} B")
 
     all_ops = [op for op in JAX_OPS if any(op in v.ops for v in library_settings.KNOWN[impl])]
-    candidates = {"defaults": (all_ops, {})}
-    for variable in library_settings.KNOWN[impl]:
-        for value in variable.values:
-            candidates[(variable.name, value)] = (variable.ops, library_settings.with_implied(impl, {variable.name: value}))
-    say(f"{len(candidates)} candidates x {args.rounds} rounds on the C loop")
-    measured = rounds(args, "c", sizes, candidates)
-    baseline = measured.pop("defaults")
-    kept, rows = choose(impl, measured, baseline)
+    plan = launches(impl)
+    values = sum(len(judged) for _, _, judged in plan)
+    say(f"{values} candidates in {len(plan)} launches, and the defaults twice, x {args.rounds} rounds on the C loop")
+    measured = rounds(args, "c-wrapper", sizes, {"defaults": (all_ops, {}),
+                                                 **{i: (ops, settings) for i, (ops, settings, _) in enumerate(plan)},
+                                                 "defaults again": (all_ops, {})})
+    first, again = measured.pop("defaults"), measured.pop("defaults again")
+    spread = noise(first, again)
+    baseline, min_gain = between(first, again), max(MIN_GAIN, spread)
+    say(f"the defaults' two launches differed by {spread:.1%}: a value is kept when {min_gain:.1%} faster")
+    kept, rows = choose(impl, per_candidate(plan, measured), baseline, min_gain)
 
-    jax_ratio = None
-    if kept:
-        say(f"JAX's collectives with {kept} and with the defaults, {args.rounds} rounds")
-        jax = rounds(args, "jax-mpi", sizes, {"kept": (all_ops, library_settings.with_implied(impl, kept)),
-                                              "defaults": (all_ops, {})})
-        jax_ratio = ratio(jax["kept"], jax["defaults"])
-        if jax_ratio > 1.0:
-            say(f"JAX's collectives were {jax_ratio:.2f}x as slow with {kept} as with the defaults: none kept")
-            kept = {}
+    kept, jax_ratio, step_ratio = confirm(args, impl, kept, sizes, all_ops, say)
+    elapsed = time.monotonic() - started
+    say(f"measured in {elapsed:.0f} s")
 
-    print(report(rows, kept, jax_ratio, baseline, per_node, nodes))
+    print(report(rows, kept, jax_ratio, step_ratio, baseline, spread, per_node, nodes))
     entry = {"implementation": impl, "version": version, "library": os.path.realpath(mpi.library()),
              "ranks_per_node": per_node, "cpus": library_settings.node_cpus(), "nodes": nodes,
              "settings": kept, "date": datetime.date.today().isoformat(),
-             "measured": {"sizes": sizes, "rounds": args.rounds, "defaults_seconds": baseline,
+             "measured": {"sizes": sizes, "rounds": args.rounds, "defaults_seconds": baseline, "noise": spread,
                           "candidates": [{"variable": n, "value": v, "ratio": r} for n, v, r in rows],
-                          "jax_ratio": jax_ratio}}
+                          "jax_ratio": jax_ratio, "step_ratio": step_ratio, "seconds": round(elapsed)}}
     if args.dry_run:
         print("(--dry-run: nothing written)")
         return 0
@@ -225,8 +310,8 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
     return 0
 
 
-def report(rows, kept, jax_ratio, baseline, per_node, nodes) -> str:
-    lines = ["the library's defaults, C loop medians:"]
+def report(rows, kept, jax_ratio, step_ratio, baseline, spread, per_node, nodes) -> str:
+    lines = [f"the library's defaults, C loop medians (two launches a round, {spread:.1%} apart):"]
     for op, by_size in baseline.items():
         shown = ", ".join(f"{b} B {t * 1e6:.1f} us" for b, t in by_size.items())
         lines.append(f"  {op}: {shown}")
@@ -235,6 +320,8 @@ def report(rows, kept, jax_ratio, baseline, per_node, nodes) -> str:
         lines.append(f"{name + '=' + value:52s} {r:15.2f}x  {'yes' if kept.get(name) == value else ''}")
     if jax_ratio is not None:
         lines.append(f"JAX's collectives with the kept settings: {jax_ratio:.2f}x the time with the defaults")
+    if step_ratio is not None:
+        lines.append(f"the training step with the kept settings: {step_ratio:.2f}x the time with the defaults")
     lines.append(f"kept for {per_node} ranks per node ({nodes} node(s)): "
                  + (", ".join(f"{k}={v}" for k, v in kept.items()) or "the library's defaults"))
     return "\n".join(lines)

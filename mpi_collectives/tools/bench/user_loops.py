@@ -72,8 +72,12 @@ def _mlp(jnp, out_in: bool):
     return loss
 
 
-def train_step(jax, mesh, rank, smoke: bool, steps: int) -> dict:
-    """{"step", "step-out-in", "local", "gradients": [seconds per step]}, "params": count}; the
+PARTS = ("step", "step-out-in", "local", "gradients")
+
+
+def train_step(jax, mesh, rank, smoke: bool, steps: int, parts=PARTS) -> dict:
+    """{"step", "step-out-in", "local", "gradients": [seconds per step]}, "params": count}, those
+    of `parts`; the
     step's parameters after it are checked against the same step computed on one device from
     the global batch (they agree to float32 rounding: the sum's order differs)."""
     import jax.numpy as jnp
@@ -104,6 +108,8 @@ def train_step(jax, mesh, rank, smoke: bool, steps: int) -> dict:
     out = {"params": LAYERS * width * width}
     x, y = global_array(xs, batch), global_array(ys, batch)
     for name, out_in in (("step", False), ("step-out-in", True)):
+        if name not in parts:
+            continue
         step = make_step(out_in)
         start = [w.T.copy() if out_in else w for w in weights]
         params = [global_array(w, replicated) for w in start]
@@ -120,21 +126,23 @@ def train_step(jax, mesh, rank, smoke: bool, steps: int) -> dict:
             return state["p"]
         out[name] = _timed(run, steps)
 
-    # The step's compute alone: this rank's rows on its one device, no collective.
-    local_step = make_step(False)
-    device = jax.local_devices()[0]
-    local = {"p": [jax.device_put(w, device) for w in weights]}
-    lx = jax.device_put(xs[rank * BATCH:(rank + 1) * BATCH], device)
-    ly = jax.device_put(ys[rank * BATCH:(rank + 1) * BATCH], device)
+    if "local" in parts:
+        # The step's compute alone: this rank's rows on its one device, no collective.
+        local_step = make_step(False)
+        device = jax.local_devices()[0]
+        local = {"p": [jax.device_put(w, device) for w in weights]}
+        lx = jax.device_put(xs[rank * BATCH:(rank + 1) * BATCH], device)
+        ly = jax.device_put(ys[rank * BATCH:(rank + 1) * BATCH], device)
 
-    def run_local():
-        local["p"] = local_step(local["p"], lx, ly)
-        return local["p"]
-    out["local"] = _timed(run_local, steps)
+        def run_local():
+            local["p"] = local_step(local["p"], lx, ly)
+            return local["p"]
+        out["local"] = _timed(run_local, steps)
 
-    # The collective alone: one jit that psums LAYERS arrays of the gradients' shape.
-    psum = jax.jit(shard_map()(lambda *g: [jax.lax.psum(v, "x") for v in g], mesh=mesh,
-                               in_specs=P("x"), out_specs=P()))
-    grads = [global_array(np.tile(w, (size, 1)), batch) for w in weights]
-    out["gradients"] = _timed(lambda: psum(*grads), steps)
+    if "gradients" in parts:
+        # The collective alone: one jit that psums LAYERS arrays of the gradients' shape.
+        psum = jax.jit(shard_map()(lambda *g: [jax.lax.psum(v, "x") for v in g], mesh=mesh,
+                                   in_specs=P("x"), out_specs=P()))
+        grads = [global_array(np.tile(w, (size, 1)), batch) for w in weights]
+        out["gradients"] = _timed(lambda: psum(*grads), steps)
     return out

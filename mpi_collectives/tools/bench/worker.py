@@ -3,8 +3,10 @@
     mpiexec -n N python -m mpi_collectives.tools.bench.worker PATH OUT.json SIZES ITERS_SCALE [OPS]
 
 PATH is jax-mpi, jax-gloo, jax-call (the same jitted programs with the
-collective replaced by a local op of the same output shape), mpi4py, or c
-(the C loop through the wrapper and directly). Every result is checked
+collective replaced by a local op of the same output shape), mpi4py, c
+(the C loop through the wrapper and directly, and the memory floor), or, for
+`tune`, c-wrapper (the C loop through the wrapper only) and jax-step (the
+training step alone, through initialize()). Every result is checked
 against NumPy once per size; rank 0 writes {op: {bytes: [seconds...]}}.
 OPS (comma-separated, default all) limits the collectives (`tune` uses it).
 The C and mpi4py paths start MPI with the same library settings as
@@ -98,6 +100,20 @@ def run_jax(path, sizes, scale, out, ops=OPS):
             "psum-kept": user_loops.psum_kept(jax, mesh, rank, sizes, lambda n: iterations(n, scale)),
             "train-step": user_loops.train_step(jax, mesh, rank, smoke, max(3, int(20 * scale)))}
     write(rank, out, {"results": results, **extra})
+
+
+def run_step(scale, out):
+    """The training step alone, weights [in, out] and [out, in], through initialize(): what
+    `tune` confirms its kept settings on."""
+    from . import user_loops
+
+    jax, rank, _ = start_jax("mpi")
+    from jax.sharding import Mesh
+
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    smoke = os.environ.get("MPI_COLLECTIVES_BENCH_SMOKE") == "1"
+    steps = user_loops.train_step(jax, mesh, rank, smoke, max(3, int(20 * scale)), parts=("step", "step-out-in"))
+    write(rank, out, {"train-step": {k: steps[k] for k in ("step", "step-out-in")}})
 
 
 def host_helpers(rank):
@@ -210,7 +226,9 @@ def run_mpi4jax(sizes, scale, out):
     write(rank, out, {"results": results})
 
 
-def run_c(sizes, scale, out, ops=OPS):
+def run_c(sizes, scale, out, ops=OPS, wrapper_only=False):
+    """wrapper_only: the loop through the wrapper, which jobs through initialize() run, and
+    neither the direct loop nor the memory floor (tune compares the library's settings only)."""
     from mpi_collectives.base import mpi
 
     from . import c_loop
@@ -218,7 +236,8 @@ def run_c(sizes, scale, out, ops=OPS):
     same_library_settings()
     mpi.init()
     rank, size = mpi.rank_size()
-    targets = [t for t in (c_loop.through_wrapper(), c_loop.direct()) if t is not None]
+    both = (c_loop.through_wrapper(),) if wrapper_only else (c_loop.through_wrapper(), c_loop.direct())
+    targets = [t for t in both if t is not None]
     results = {t.name: {op: {} for op in ops} for t in targets}
     for op in ops:
         for nbytes in sizes:
@@ -239,7 +258,8 @@ def run_c(sizes, scale, out, ops=OPS):
                     times = c_loop.run(target, op, send, recv, max(2, iterations(nbytes, scale) // rounds))
                     results[target.name][op][nbytes] += times.tolist()
             progress(rank, "C", op, nbytes, results[targets[0].name][op][nbytes])
-    results[MEMORY_FLOOR] = memory_floor(mpi, rank, size, sizes, scale, ops)
+    if not wrapper_only:
+        results[MEMORY_FLOOR] = memory_floor(mpi, rank, size, sizes, scale, ops)
     write(rank, out, {"results_by_target": results})
 
 
@@ -296,17 +316,19 @@ def write(rank, out, data):
 
 def main():
     path, out, sizes, scale = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3].split(",")], float(sys.argv[4])
-    ops = sys.argv[5].split(",") if len(sys.argv) > 5 else OPS
+    ops = sys.argv[5].split(",") if len(sys.argv) > 5 and sys.argv[5] else OPS
     if set(ops) - set(OPS):
         raise SystemExit(f"unknown collectives {sorted(set(ops) - set(OPS))} (known: {', '.join(OPS)})")
-    if path.startswith("jax-"):
+    if path in ("jax-mpi", "jax-gloo", "jax-call"):
         run_jax(path, sizes, scale, out, ops)
     elif path == "mpi4py":
         run_mpi4py(sizes, scale, out)
     elif path == "mpi4jax":
         run_mpi4jax(sizes, scale, out)
-    elif path == "c":
-        run_c(sizes, scale, out, ops)
+    elif path == "jax-step":
+        run_step(scale, out)
+    elif path in ("c", "c-wrapper"):
+        run_c(sizes, scale, out, ops, wrapper_only=path == "c-wrapper")
     else:
         raise SystemExit(f"unknown path {path}")
 
