@@ -6,6 +6,10 @@
 # PROBE_SET=step: the training step over us, binding on and off, and over gloo.
 # PROBE_SET=bind: the step and the psum loop with MPI_COLLECTIVES_BIND_CPUS 2, 1 and 0.
 # PROBE_SET=compare: only the gradient psum, old wheel against new, two interleaved rounds, and the floor.
+# PROBE_SET=targets: what issue 45 still needs judged on a node, in about 7 minutes: `tune` at the
+#   first rank count with its defaults (how long; what it keeps; tune.log), MPICH's device
+#   collectives on and off with the ranks bound and unbound (the built-in default), and the step
+#   with each binding and over gloo at the other counts.
 # jax, jaxlib and numpy come from the node's Python (--system-site-packages). Every launch has a timeout.
 set -uo pipefail
 wheels=$1; out=$2; shift 2
@@ -14,7 +18,7 @@ py=${PYTHON:-python3}
 export JAX_PLATFORMS=cpu  # a GPU node: the probes are of the CPU collectives
 mkdir -p "$out"
 log=$out/probe.log; json=$out/probe.jsonl
-case ${PROBE_SET:-full} in step|bind) venvs=new ;; *) venvs="new old" ;; esac  # only new: no start-up comparison
+case ${PROBE_SET:-full} in step|bind|targets) venvs=new ;; *) venvs="new old" ;; esac  # only new: no start-up comparison
 for v in $venvs; do
   [ -z "${PROBE_KEEP_VENVS:-}" ] || continue  # (a try elsewhere: /tmp/probe-new and -old made by hand)
   "$py" -m venv --system-site-packages "/tmp/probe-$v" &&
@@ -36,6 +40,25 @@ if [ "${PROBE_SET:-full}" = step ]; then  # the training step over us (binding o
     port=$("/tmp/probe-new/bin/python" -c "from mpi_collectives.tools import launching; print(launching.free_port())")
     probe new "$n" step
     probe new "$n" step MPI_COLLECTIVES_BIND_CPUS=0
+    probe new "$n" step PROBE_BACKEND=gloo PROBE_COORDINATOR=127.0.0.1:$port
+  done
+  echo "probe done" >> "$log"; exit 0
+fi
+if [ "${PROBE_SET:-full}" = targets ]; then
+  first=${ranks%% *}
+  echo "== tune --ranks $first" >> "$log"
+  start=$(date +%s)
+  (cd /tmp && timeout 420 /tmp/probe-new/bin/python -m mpi_collectives tune --ranks "$first" --dry-run) \
+    > "$out/tune.log" 2>&1
+  echo "tune exit $? in $(( $(date +%s) - start )) s" | tee -a "$out/tune.log" >> "$log"
+  for n in $ranks; do
+    for b in 1 0; do
+      for d in all none; do probe new "$n" floor MPI_COLLECTIVES_BIND_CPUS=$b MPIR_CVAR_DEVICE_COLLECTIVES=$d; done
+    done
+  done
+  for n in ${ranks#"$first"}; do
+    port=$("/tmp/probe-new/bin/python" -c "from mpi_collectives.tools import launching; print(launching.free_port())")
+    for b in 2 1 0; do probe new "$n" step MPI_COLLECTIVES_BIND_CPUS=$b; done
     probe new "$n" step PROBE_BACKEND=gloo PROBE_COORDINATOR=127.0.0.1:$port
   done
   echo "probe done" >> "$log"; exit 0

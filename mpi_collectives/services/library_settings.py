@@ -90,13 +90,18 @@ USERS_OWN = {
     "impi": re.compile(r"^I_MPI_(ADJUST_.*|COLL_.*|TUNING.*)$"),
     "openmpi": re.compile(r"^OMPI_MCA_coll.*$"),
 }
-# Measured faster than the library's defaults, in every run at node scale (16-core node,
-# November 2026, the mpich 5.0.2 wheel, C MPI_Allreduce loop of float32, defaults against
-# "none"): 2 ranks 835 vs 295 us at 1 MiB, 14.8 vs 5.7 ms at 16 MiB; 16 ranks 2.8 vs 1.1 ms,
-# 49.5 vs 27.3 ms; JAX's psum through initialize() at 2 ranks 1071 vs 539 us (1 MiB). On a
-# 2-core VM the two were equal within noise.
+# Measured faster than the library's defaults at node scale, and never slower beyond the noise
+# (16-core node, November 2026, the mpich 5.0.2 wheel, C MPI_Allreduce loop of float32, defaults
+# against "none"). With the ranks unbound (2026-11-25): 2 ranks 835 vs 295 us at 1 MiB, 14.8 vs
+# 5.7 ms at 16 MiB; 16 ranks 2.8 vs 1.1 ms, 49.5 vs 27.3 ms; JAX's psum through initialize() at 2
+# ranks 1071 vs 539 us (1 MiB). With each rank bound to its slice, as initialize() does
+# (2026-11-26): within 2-9% either way at 2, 8 and 16 ranks, and `tune --ranks 16`'s 1.11x for
+# the defaults was inside its own noise (two launches of the same settings 24% apart at 16 MiB).
+# On a 2-core VM the two were equal within noise. scripts/node_probe.sh's PROBE_SET=targets
+# measures both ways again.
 DEFAULTS = {"mpich": {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}}
-DEFAULTS_WHY = {"mpich": "MPICH's generic collectives: 2.5-2.8x faster from 1 MiB at 2-16 ranks on a 16-core node"}
+DEFAULTS_WHY = {"mpich": "MPICH's generic collectives: 2.5-2.8x faster from 1 MiB at 2-16 ranks unbound on a 16-core "
+                         "node, equal bound"}
 
 
 def implementation(version_line: str) -> str:
