@@ -113,3 +113,24 @@ def configured_cpu_devices() -> int:
         return max(int(wanted), 1)
     found = re.findall(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
     return max(int(found[-1]), 1) if found else 1
+
+
+# jax.distributed.initialize warns, on every rank, that the start "may hang" when any variable's
+# name holds "_proxy" (HTTP proxies can catch its gRPC to the coordinator). Intel MPI's Hydra sets
+# HYDRA_BSTRAP_PROXY_ID in every rank: the id of its process manager's proxy, not a network
+# proxy. Where a launcher's variables are the only ones, the check is off; a real proxy variable
+# beside them keeps it (and its warning) on.
+LAUNCHER_PREFIXES = ("HYDRA_", "PMI_", "PMIX_", "I_MPI_", "OMPI_", "PRTE_", "SLURM_")
+
+
+def quiet_launchers_proxy_warning(environ=None) -> bool:
+    """Turns JAX's proxy check off where only launcher variables name a proxy; True where it did."""
+    names = [k for k in (os.environ if environ is None else environ) if "_proxy" in k.lower()]
+    if not names or not all(k.startswith(LAUNCHER_PREFIXES) for k in names):
+        return False
+    import jax
+    try:
+        jax.config.update("jax_check_proxy_envs", False)
+    except (AttributeError, KeyError):  # a jax without the check
+        return False
+    return True

@@ -262,6 +262,7 @@ def _start_up(settings, collectives) -> Started:
     import jax
     # jax before 0.4.3x reads the option only from its config, not the environment.
     jax.config.update("jax_cpu_collectives_implementation", implementation)
+    jax_compat.quiet_launchers_proxy_warning()  # before jax.distributed.initialize checks
     narrow_dtypes.install()  # float16/float8 collectives, which XLA refuses over MPI
     devices = _agree_on_local_devices(rank, size, level)
     return Started(rank=rank, size=size, family=family, level=level, choice=choice, tunings=tunings,

@@ -39,6 +39,30 @@ def test_initialize_then_psum(n):
     assert {s for _, s, _ in passes} == {str(n)}
     coordinators = {c for _, _, c in passes}
     assert len(coordinators) == 1 and next(iter(coordinators)).startswith("127.0.0.1:"), coordinators
+    # Intel MPI's launcher sets HYDRA_BSTRAP_PROXY_ID, which JAX took for an HTTP proxy, warning on
+    # every rank that the start may hang.
+    assert "JAX detected proxy variable" not in proc.stderr, explain(proc)
+
+
+@SAME_ON_EVERY_FAMILY
+@pytest.mark.jax
+def test_only_a_real_proxy_variable_keeps_jaxs_warning():
+    """A launcher's variables alone turn JAX's proxy check off; an HTTP proxy beside them keeps it."""
+    import jax
+
+    from mpi_collectives.integration.jax_compat import quiet_launchers_proxy_warning
+    try:
+        assert jax.config._read("jax_check_proxy_envs")
+    except (AttributeError, KeyError):
+        pytest.skip(f"jax {jax.__version__} has no proxy check")
+    try:
+        assert not quiet_launchers_proxy_warning({"PATH": "/bin"})
+        assert not quiet_launchers_proxy_warning({"HYDRA_BSTRAP_PROXY_ID": "0", "https_proxy": "http://p:3128"})
+        assert jax.config._read("jax_check_proxy_envs")
+        assert quiet_launchers_proxy_warning({"HYDRA_BSTRAP_PROXY_ID": "0", "PATH": "/bin"})
+        assert not jax.config._read("jax_check_proxy_envs")
+    finally:
+        jax.config.update("jax_check_proxy_envs", True)
 
 
 @pytest.mark.jax
