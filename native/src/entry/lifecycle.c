@@ -8,6 +8,7 @@
  * frees-after-finalize), so that XLA's teardown does not fail the run. */
 #include "common.h"
 #include "family.h"
+#include "init_memory.h"
 #include "launchers.h"
 #include "library.h"
 #include "loader.h"
@@ -35,7 +36,9 @@ MPIABI_EXPORT int MPIABI_Init_thread(int *argc, char ***argv, int required, int 
   int request = mpic_xla_thread_level(required);
   if (!provided) provided = &level;
   mpic_check_launcher_before_init();
+  int zeroed = mpic_init_memory_begin();
   ret = mpic_next_Init_thread(argc, argv, request, provided);
+  mpic_init_memory_end(zeroed);
   if (ret == 0) {
     mpic_initialized_by_us = 1;
     check_launcher();
