@@ -18,8 +18,10 @@ from helpers import HERE, SAME_ON_EVERY_FAMILY, explain, mpiexec_path, mpirun, r
 
 
 def tune(*args, env=None):
+    # MPI_COLLECTIVES_BENCH_SMOKE: the training step tune confirms a kept value on, 256 wide (CI time).
     return run([sys.executable, "-m", "mpi_collectives", "tune", *args],
-               env={"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None, **(env or {})},
+               env={"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None,
+                    "MPI_COLLECTIVES_BENCH_SMOKE": "1", **(env or {})},
                cwd=HERE, timeout=900)
 
 
