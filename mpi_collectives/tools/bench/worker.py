@@ -319,14 +319,14 @@ def main():
     ops = sys.argv[5].split(",") if len(sys.argv) > 5 and sys.argv[5] else OPS
     if set(ops) - set(OPS):
         raise SystemExit(f"unknown collectives {sorted(set(ops) - set(OPS))} (known: {', '.join(OPS)})")
-    if path in ("jax-mpi", "jax-gloo", "jax-call"):
+    if path == "jax-step":
+        run_step(scale, out)
+    elif path.startswith("jax-"):
         run_jax(path, sizes, scale, out, ops)
     elif path == "mpi4py":
         run_mpi4py(sizes, scale, out)
     elif path == "mpi4jax":
         run_mpi4jax(sizes, scale, out)
-    elif path == "jax-step":
-        run_step(scale, out)
     elif path in ("c", "c-wrapper"):
         run_c(sizes, scale, out, ops, wrapper_only=path == "c-wrapper")
     else:
