@@ -36,12 +36,13 @@ GLOO_REDUCES_FLOAT8 = version_tuple(installed_jax()) >= (0, 6, 0)
 
 PROGRAM = os.path.join(PROGRAMS, "narrow_dtypes.py")
 SUMS = ("psum", "psum_scatter", "psum_scatter_tiled", "psum_2axes")
-SOME = ["float16", "float8_e4m3fn", "float8_e5m2"]
 
 if not GLOO_REDUCES_FLOAT8:
     MATRIX = [(2, ["float16"]), (3, ["float16"])]
 elif ONCE:
-    MATRIX = [(2, []), (4, SOME)]  # [] = every narrow dtype jnp has; 3 ranks: the older jaxes' run
+    # [] = every narrow dtype jnp has; 4 ranks float16 only (each dtype took about 12 s there: CI
+    # time); 3 ranks: the older jaxes' run
+    MATRIX = [(2, []), (4, ["float16"])]
 else:
     MATRIX = [(2, ["float16", "float8_e4m3fn"])]
 
