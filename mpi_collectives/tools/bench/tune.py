@@ -23,9 +23,9 @@ sizes it changes. Where the library takes a value per
 message size range (Intel MPI's I_MPI_ADJUST_*) and different values won
 different sizes, the winners as size ranges are one more candidate, judged the
 same way (by_size). Then the kept settings are confirmed where a program
-meets them, against the library's defaults in interleaved rounds: JAX's
-all-reduce, all-gather and reduce-scatter through initialize() (nothing kept
-when they are slower), then the bench's data-parallel training step, weights
+meets them, against the library's defaults in interleaved rounds: those of
+JAX's all-reduce, all-gather and reduce-scatter that the kept settings change,
+through initialize() (nothing kept when they are slower), then the bench's data-parallel training step, weights
 [in, out] and [out, in] (nothing kept when it is more than MIN_GAIN slower:
 the step's compute dilutes a collective's gain, and its noise is larger). The entry is written for this
 MPI installation, ranks per node and node size; a rerun replaces it. A job
