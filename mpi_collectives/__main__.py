@@ -75,8 +75,9 @@ def tunings_initialize_would_apply(rank: int, size: int) -> list:
 
     chosen = settings.read()
     kept = tuning.keep_freed_memory(chosen.keep_memory, apply=False)
+    bind, source = library_settings.binding_for_this_process(chosen)
     lines = [kept, tuning.one_arena(kept, apply=False), library_settings.set_for_this_process(chosen, apply=False),
-             tuning.bind_cpus(rank, size, mpi.allgather, chosen.bind_cpus, apply=False)]
+             tuning.bind_cpus(rank, size, mpi.allgather, bind, apply=False, source=source)]
     return [line for line in lines if line]
 
 

@@ -97,8 +97,9 @@ TABLE = {
                                 "GPUs this process takes, as JAX's own variable and keyword (e.g. 0,1); unset: "
                                 "on a GPU node each rank its local rank's share when the ranks on the node divide "
                                 "the GPUs, as JAX's own start gives", ANY),
-    "bind_cpus": Setting("MPI_COLLECTIVES_BIND_CPUS", 1, False,
-                         "1: when the ranks on a node all share one CPU set (the launcher bound nothing), each "
+    "bind_cpus": Setting("MPI_COLLECTIVES_BIND_CPUS", None, False,
+                         "unset: what `mpi-collectives tune` measured fastest for this MPI, ranks per node and "
+                         "node size (its tuning file), else 1. 1: when the ranks on a node all share one CPU set (the launcher bound nothing), each "
                          "rank binds itself and JAX's threads to its own slice of it, whole cores first; a "
                          "binding by the launcher or by you is kept. 2: the same slices, but only the threads "
                          "that call MPI move onto them (at their first call), XLA's compute threads keep the "

@@ -252,7 +252,8 @@ def _start_up(settings, collectives) -> Started:
     if differ:
         raise InitializeError("mpi-collectives: " + differ)
     # Before JAX creates its backend, whose thread pool takes this thread's CPU set.
-    tunings.append(tuning.bind_cpus(rank, size, mpi.allgather, settings.bind_cpus, bind_callers=mpi.bind_callers))
+    bind, source = library_settings.binding_for_this_process(settings)
+    tunings.append(tuning.bind_cpus(rank, size, mpi.allgather, bind, bind_callers=mpi.bind_callers, source=source))
     gpu_ids, line = gpus.decide(rank, size, settings.local_device_ids, mpi.allgather)
     tunings.append(line)
     tunings = tuple(line for line in tunings if line)
@@ -295,8 +296,7 @@ def finish_steps(rank: int, size: int, settings, job: str) -> None:
     preemption.watch_sync_point(rank, size, int(settings.preemption_grace))  # unless it saves on SIGTERM
     if settings.abort_on_exception:
         exit_hooks.abort_on_uncaught_exceptions(rank, size)
-    if settings.watch_peers:
-        peers.watch(rank, size, float(settings.exit_timeout), job)
+    peers.watch(rank, size, float(settings.exit_timeout), job, enabled=bool(settings.watch_peers))
     stall.watch(rank, size, float(settings.stall_report), float(settings.stall_timeout), job)
 
 

@@ -17,9 +17,12 @@ What is compared (this_rank()): the MPI library and the thread level it
 granted, the MPI library's collective variables in the environment after
 initialize() set its own, JAX's collectives implementation, and the
 wrapper's settings that change what goes on the wire or which calls XLA may
-make (the agreement check, the answer to MPI_Is_thread_main). CPU devices per
-process are compared right after, in jax_setup. Settings that act on one
-rank alone (binding, freed memory, the stall report) may differ.
+make (the agreement check, the split check, the answer to MPI_Is_thread_main).
+CPU devices per process are compared right after, in jax_setup. Settings that
+act on one rank alone (binding, freed memory, the stall report, watching the
+peers) may differ: the start-up exchanges they use run on every rank whatever
+the setting (tests/jax_over_mpi/test_disagreement.py launches a rank with every
+such setting of its own).
 """
 import collections
 import os
@@ -37,7 +40,9 @@ UNSET = "unset"
 
 # The wrapper's settings that change what a rank puts on the wire or lets XLA do: the
 # environment variable (what a user sets) and the field of settings.Settings.
-WIRE_SETTINGS = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "check_collectives", "MPI_COLLECTIVES_ANY_THREAD": "any_thread"}
+WIRE_SETTINGS = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "check_collectives", "MPI_COLLECTIVES_ANY_THREAD": "any_thread",
+                 # The split check is an allgather of its own inside each of XLA's MPI_Comm_split calls.
+                 "MPI_COLLECTIVES_CHECK_SPLITS": "check_splits"}
 # How to make each kind of setting the same on every rank.
 _FIX_ENV = ("set {name} to one value for every rank (export it in the job script before the launcher: "
             "mpiexec -genv, mpirun -x and srun pass the environment on), or unset it everywhere")

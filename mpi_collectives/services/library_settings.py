@@ -38,6 +38,10 @@ import stat
 from ..base import launchers, mpi
 
 FORMAT = 1
+# MPI_COLLECTIVES_BIND_CPUS's values (services/tuning.py), and the one taken when neither you nor a
+# tuning entry (its "bind_cpus", which tune writes where it measured the binding) chose.
+BINDINGS = (0, 1, 2)
+BUILT_IN_BINDING = 1
 
 Variable = collections.namedtuple("Variable", "name values ops implies by_size", defaults=(False,))
 # What each implementation lets us choose for the MPI collectives XLA calls
@@ -271,6 +275,9 @@ def read_file(path: str) -> list:
 def _check_entry(path: str, entry) -> None:
     if not isinstance(entry, dict) or not isinstance(entry.get("settings"), dict):
         raise Refused(f"{path} holds an entry without settings")
+    bind = entry.get("bind_cpus", BUILT_IN_BINDING)
+    if type(bind) is not int or bind not in BINDINGS:
+        raise Refused(f"{path} sets bind_cpus={bind!r}, which is not one of {', '.join(map(str, BINDINGS))}")
     impl = entry.get("implementation")
     allowed = known(impl)
     for name, value in entry["settings"].items():
@@ -308,6 +315,35 @@ def _shown(per_node) -> str:
     return ",".join(map(str, per_node))
 
 
+def tuned_entry(version_line: str, library: str, environ, *, path=None, ranks=None, cpus=None, layout=None) -> tuple:
+    """(the tuning file's entry for this MPI installation and this job's shape, or None; a note for
+    the line, "" or starting with "; "): decide()'s arguments of the same names."""
+    path = path or default_file(environ)
+    library = os.path.realpath(library) if library else library
+    if layout is None:
+        layout = Layout((ranks,), ranks, ranks, "given") if ranks is not None else job_layout(environ)
+    cpus = node_cpus() if cpus is None else cpus
+    try:
+        entries = read_file(path)
+    except Refused as e:
+        return None, f"; tuning file ignored: {e}"
+    even = layout.per_node is not None and len(set(layout.per_node)) == 1
+    ranks = layout.per_node[0] if even else None
+    entry = matching(entries, version_line, library, ranks, cpus) if even else None
+    if entry is not None or not entries:
+        return entry, ""
+    if not even:
+        # Nodes with different numbers of ranks would each take another entry (or none),
+        # and their collectives would no longer meet: one choice for all instead.
+        uneven = (f"this job's nodes hold different numbers of ranks ({_shown(layout.per_node)}, "
+                  f"{layout.how})" if layout.per_node is not None else layout.how)
+        return None, (f"; {path} not used: its entries are each for one number of ranks per node, and "
+                      f"{uneven}, so every rank takes the same built-in choice")
+    shapes = sorted({f"{e.get('ranks_per_node')} ranks on {e.get('cpus')} CPUs" for e in entries})
+    return None, (f"; {path} has no entry for this MPI with {ranks} ranks on {cpus} CPUs "
+                  f"(it has {', '.join(shapes)}): run mpi-collectives tune for this shape")
+
+
 def decide(version_line: str, library: str, environ, *, enabled=True, initialized=False, path=None,
            ranks=None, cpus=None, layout=None) -> tuple:
     """({variable: value} to set, the line for Info.tunings; "" where there is nothing to say).
@@ -323,34 +359,10 @@ def decide(version_line: str, library: str, environ, *, enabled=True, initialize
         return {}, f"mpi-settings: not applied (left to your {', '.join(own)})"
     if initialized:
         return {}, "mpi-settings: not applied (MPI was initialized before initialize(), by another library)"
-    path = path or default_file(environ)
-    library = os.path.realpath(library) if library else library
-    if layout is None:
-        layout = Layout((ranks,), ranks, ranks, "given") if ranks is not None else job_layout(environ)
-    cpus = node_cpus() if cpus is None else cpus
-    note = ""
-    try:
-        entries = read_file(path)
-    except Refused as e:
-        entries, note = [], f"; tuning file ignored: {e}"
-    even = layout.per_node is not None and len(set(layout.per_node)) == 1
-    ranks = layout.per_node[0] if even else None
-    entry = matching(entries, version_line, library, ranks, cpus) if even else None
+    entry, note = tuned_entry(version_line, library, environ, path=path, ranks=ranks, cpus=cpus, layout=layout)
     if entry is not None:
         chosen, why = entry["settings"], f"measured by mpi-collectives tune on {entry.get('date', '?')}"
     else:
-        if entries and not note:
-            if not even:
-                # Nodes with different numbers of ranks would each take another entry (or none),
-                # and their collectives would no longer meet: one choice for all instead.
-                uneven = (f"this job's nodes hold different numbers of ranks ({_shown(layout.per_node)}, "
-                          f"{layout.how})" if layout.per_node is not None else layout.how)
-                note = (f"; {path} not used: its entries are each for one number of ranks per node, and "
-                        f"{uneven}, so every rank takes the same built-in choice")
-            else:
-                shapes = sorted({f"{e.get('ranks_per_node')} ranks on {e.get('cpus')} CPUs" for e in entries})
-                note = (f"; {path} has no entry for this MPI with {ranks} ranks on {cpus} CPUs "
-                        f"(it has {', '.join(shapes)}): run mpi-collectives tune for this shape")
         chosen, why = DEFAULTS.get(impl, {}), DEFAULTS_WHY.get(impl, "")
     if not chosen:
         why = "measured fastest by mpi-collectives tune" if entry is not None else "nothing measured faster"
@@ -368,6 +380,20 @@ def for_this_process(settings, apply=True) -> tuple:
     if apply:
         os.environ.update(chosen)
     return chosen, line
+
+
+def binding_for_this_process(settings, environ=os.environ) -> tuple:
+    """(MPI_COLLECTIVES_BIND_CPUS's value for this rank, where it came from when not from you or the
+    built-in BUILT_IN_BINDING, else ""): yours when you set it, else what `mpi-collectives tune`
+    measured for this MPI installation and this job's shape (the tuning file's entry, as for the
+    library's settings), else the built-in. Binding acts on each rank alone, so ranks may differ."""
+    if settings.bind_cpus is not None:
+        return settings.bind_cpus, ""
+    entry, _ = tuned_entry(mpi.library_version(), mpi.library(), environ, path=settings.tuning_file)
+    if entry is None or "bind_cpus" not in entry:
+        return BUILT_IN_BINDING, ""
+    return entry["bind_cpus"], (f"MPI_COLLECTIVES_BIND_CPUS={entry['bind_cpus']} measured fastest by "
+                                f"mpi-collectives tune on {entry.get('date', '?')}")
 
 
 def set_for_this_process(settings, apply=True) -> str:

@@ -42,12 +42,14 @@ from ..base.machine import machine_id
 
 _KEY = "mpi_collectives/finished/"
 _WATCHER = None
+_JOINED = False  # this process took part in the exchange of pids (once, as every rank)
 
 
-def _node_table(rank: int, size: int):
-    """(machine id, pid, life pipe) of every rank, through one allgather."""
+def _node_table(rank: int, size: int, watching=True):
+    """(machine id, pid, life pipe) of every rank, through one allgather; a rank that does not
+    watch has no life pipe (-1)."""
     host = socket.gethostname()
-    mine = np.array([machine_id(host), os.getpid(), mpi.watch_self_prepare()], np.int64)
+    mine = np.array([machine_id(host), os.getpid(), mpi.watch_self_prepare() if watching else -1], np.int64)
     table = mpi.allgather(mine)
     return host, table.reshape(size, 3)
 
@@ -148,10 +150,18 @@ def _finished_ranks():
     return sorted(int(key.rsplit("/", 1)[1]) for key, _ in entries)
 
 
-def watch(rank: int, size: int, exit_timeout: float, job: str) -> None:
+def watch(rank: int, size: int, exit_timeout: float, job: str, enabled=True) -> None:
     """Start watching (once per process; initialize() calls it on every rank).
-    `job` is a text every rank of this job shares and no other job does (the coordinator's address)."""
-    global _WATCHER
-    if _WATCHER is None and size > 1:
-        _WATCHER = Watcher(rank, size, exit_timeout, job)
-        _WATCHER.start()
+    `job` is a text every rank of this job shares and no other job does (the coordinator's address).
+    Collective whatever `enabled` says: a rank that does not watch (MPI_COLLECTIVES_WATCH_PEERS=0
+    on it alone) still takes part in the exchange of pids, or the others' allgather would meet its
+    next collective; the others then watch its process but not its life pipe."""
+    global _WATCHER, _JOINED
+    if _JOINED or size < 2:
+        return
+    _JOINED = True
+    if not enabled:
+        _node_table(rank, size, watching=False)
+        return
+    _WATCHER = Watcher(rank, size, exit_timeout, job)
+    _WATCHER.start()

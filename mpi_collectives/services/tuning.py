@@ -227,17 +227,20 @@ def binding_for(rank: int, records) -> tuple:
     return set(slices(mine, len(local))[local.index(rank)]), f"{len(local)} ranks on this node"
 
 
-def bind_cpus(rank: int, size: int, allgather, enabled=True, apply=True, bind_callers=None) -> str:
+def bind_cpus(rank: int, size: int, allgather, enabled=True, apply=True, bind_callers=None, source="") -> str:
     """Bind this thread (and the threads it starts later: JAX's) to its slice of the node's CPUs,
-    decided from every rank's host and CPU set; collective over the job unless disabled. With
-    enabled == CALLERS_ONLY, bind_callers(slice) instead: the wrapper moves only the threads that
-    call MPI. What was done, in words."""
-    if not enabled:
-        return "bind-cpus: off (MPI_COLLECTIVES_BIND_CPUS=0)"
-    callers_only = enabled == CALLERS_ONLY
+    decided from every rank's host and CPU set. With enabled == CALLERS_ONLY, bind_callers(slice)
+    instead: the wrapper moves only the threads that call MPI. Collective over the job whatever
+    `enabled` is: a rank whose setting differs must still take part in the exchange, or the
+    others' allgather would meet the next collective of its start-up. `source`: where `enabled`
+    came from, when not from you. What was done, in words."""
     cpus = os.sched_getaffinity(0)
     records = [_parse(r) for r in allgather(_record(socket.gethostname(), cpus), size)]
+    if not enabled:
+        return f"bind-cpus: off ({source or 'MPI_COLLECTIVES_BIND_CPUS=0'})"
+    callers_only = enabled == CALLERS_ONLY
     chosen, why = binding_for(rank, records)
+    why = f"{why}; {source}" if source else why
     if chosen is None:
         return f"bind-cpus: not applied ({why})"
     who = "the threads that call MPI" if callers_only else "the process"

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, HERE, PROGRAMS, TEST_CONFIG, explain, mpiexec_path, run
+from helpers import EXPECTED_FAMILY, HERE, PROGRAMS, SAME_ON_EVERY_FAMILY, TEST_CONFIG, explain, mpiexec_path, run
 
 MPICH = "MPICH Version:      5.0.2"
 LIB = "/opt/mpich/lib/libmpi.so.12"
@@ -162,13 +162,13 @@ def launch(n, env, args=()):
 
 
 @pytest.mark.jax
-@pytest.mark.parametrize("case", ["check", "library"])
+@pytest.mark.parametrize("case", ["check", "library", pytest.param("splits", marks=SAME_ON_EVERY_FAMILY)])
 def test_a_rank_with_a_setting_of_its_own_stops_the_job_with_one_line(case):
     """The issue's two cases: the agreement check off on one rank (MPICH then said only "Message
-    truncated"), and a library variable on one rank (a hang in the first all-reduce)."""
-    assignment = "MPI_COLLECTIVES_CHECK_COLLECTIVES=0" if case == "check" else OWN_VARIABLE[TEST_CONFIG if TEST_CONFIG
-                                                                                              in OWN_VARIABLE else
-                                                                                              EXPECTED_FAMILY]
+    truncated"), and a library variable on one rank (a hang in the first all-reduce); and the split
+    check off on one rank (a hang in XLA's first MPI_Comm_split, whose check is an allgather)."""
+    assignment = {"check": "MPI_COLLECTIVES_CHECK_COLLECTIVES=0", "splits": "MPI_COLLECTIVES_CHECK_SPLITS=0"}.get(
+        case) or OWN_VARIABLE[TEST_CONFIG if TEST_CONFIG in OWN_VARIABLE else EXPECTED_FAMILY]
     name, value = assignment.split("=")
     proc = launch(3, {"ONLY_ON": f"2:{assignment}"})
     text = explain(proc)
@@ -179,6 +179,43 @@ def test_a_rank_with_a_setting_of_its_own_stops_the_job_with_one_line(case):
     assert re.search(rf"{name} is [^;|]+ on ranks 0-1[^;|]*; {re.escape(value)} on rank 2", lines[0]), text
     assert f"Fix: set {name} to one value for every rank" in lines[0], text
     assert proc.seconds < 60, text
+
+
+# Every setting of the package, by what a rank with a value of its own gets: compared after MPI_Init
+# (the job stops with one line), or acting on that rank alone (the job runs), with the value the
+# launch below gives one rank; a new setting must be placed here.
+COMPARED = {"MPI_COLLECTIVES_CHECK_COLLECTIVES", "MPI_COLLECTIVES_ANY_THREAD", "MPI_COLLECTIVES_CHECK_SPLITS",
+            "MPI_COLLECTIVES_THREAD_LEVEL",  # (the thread level MPI granted)
+            "MPI_COLLECTIVES_MPI_SETTINGS", "MPI_COLLECTIVES_TUNING_FILE"}  # (the library variables they give)
+ALONE = {"MPI_COLLECTIVES_BIND_CPUS": "0", "MPI_COLLECTIVES_WATCH_PEERS": "0", "MPI_COLLECTIVES_KEEP_MEMORY": "0",
+         "MPI_COLLECTIVES_STALL_REPORT": "0", "MPI_COLLECTIVES_STALL_TIMEOUT": "300",
+         "MPI_COLLECTIVES_EXIT_TIMEOUT": "10", "MPI_COLLECTIVES_PREEMPTION_GRACE": "0",
+         "MPI_COLLECTIVES_ABORT_ON_EXCEPTION": "0", "MPI_COLLECTIVES_DEVICES_TIMEOUT": "30",
+         "MPI_COLLECTIVES_INIT_TIMEOUT": "100", "MPI_COLLECTIVES_VERBOSE": "1", "MPI_COLLECTIVES_INTERFACE": "lo"}
+# Not given here: which MPI library a rank loads (another library: test_another_mpi_on_one_node_is_named),
+# where a rank writes its flight record, the coordinator's address and port (rank 0's are the job's;
+# a fixed port could be taken on a shared machine), and GPUs (tests/package/test_gpus.py).
+ELSEWHERE = {"MPI_COLLECTIVES_LIBMPI", "MPI_COLLECTIVES_ABI", "MPI_COLLECTIVES_PREFIXES", "MPI_COLLECTIVES_TRACE_DIR",
+             "MPI_COLLECTIVES_COORDINATOR", "MPI_COLLECTIVES_PORT", "JAX_LOCAL_DEVICE_IDS"}
+
+
+def test_every_setting_is_known_as_compared_or_acting_on_one_rank():
+    from mpi_collectives.base.settings import TABLE
+    from mpi_collectives.services.job_choices import WIRE_SETTINGS
+    assert {row.var for row in TABLE.values()} == COMPARED | set(ALONE) | ELSEWHERE
+    assert set(WIRE_SETTINGS) <= COMPARED
+
+
+@pytest.mark.jax
+@SAME_ON_EVERY_FAMILY
+@pytest.mark.parametrize("odd", [0, 2])
+def test_a_rank_with_every_setting_that_acts_on_it_alone_runs_exact(odd):
+    """Settings that act on one rank alone may differ, on the coordinator's rank too: their start-up
+    exchanges (binding's, the peers watcher's) run on every rank whatever the setting. Before, a rank
+    with MPI_COLLECTIVES_BIND_CPUS=0 or MPI_COLLECTIVES_WATCH_PEERS=0 of its own skipped an allgather
+    the others made: "Message truncated", or a hang."""
+    proc = launch(3, {"ONLY_ON": f"{odd}:" + ";".join(f"{k}={v}" for k, v in ALONE.items())})
+    assert proc.returncode == 0 and proc.stdout.count("EXACT rank") == 3, explain(proc)
 
 
 @pytest.mark.jax

@@ -112,6 +112,34 @@ def test_a_file_with_an_unknown_setting_is_refused_whole(settings, tmp_path):
                          "mpi-collectives knows for mpich"), line
 
 
+@pytest.mark.parametrize("bind", ["2", 3, True, None])
+def test_a_file_with_a_binding_initialize_does_not_know_is_refused_whole(bind, tmp_path):
+    path = write(tmp_path, entry(bind_cpus=bind))
+    chosen, line = decide(path=path)
+    assert chosen == {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}  # the defaults, as if there were no file
+    assert line.endswith(f"; tuning file ignored: {path} sets bind_cpus={bind!r}, which is not one of 0, 1, 2"), line
+
+
+def test_the_binding_tune_measured_is_taken_unless_you_chose_one(tmp_path, monkeypatch):
+    from mpi_collectives.base import mpi, settings
+    from mpi_collectives.services import library_settings
+    monkeypatch.setattr(mpi, "library_version", lambda: MPICH)
+    monkeypatch.setattr(mpi, "library", lambda: LIB)
+    monkeypatch.setattr(library_settings, "node_cpus", lambda: 16)
+    path = write(tmp_path, entry(bind_cpus=2, date="2026-11-27"))
+    one_node = {"PMI_RANK": "0", "PMI_SIZE": "2", "MPI_LOCALNRANKS": "2"}
+    monkeypatch.delenv("MPI_COLLECTIVES_BIND_CPUS", raising=False)
+    chosen = settings.read(tuning_file=path)
+    assert library_settings.binding_for_this_process(chosen, one_node) == (
+        2, "MPI_COLLECTIVES_BIND_CPUS=2 measured fastest by mpi-collectives tune on 2026-11-27")
+    assert library_settings.binding_for_this_process(settings.read(tuning_file=path, bind_cpus=1), one_node) == (1, "")
+    # Another shape (3 ranks here), or a file without a binding: the built-in.
+    assert library_settings.binding_for_this_process(chosen, dict(one_node, PMI_SIZE="3", MPI_LOCALNRANKS="3")) == \
+        (1, "")
+    path = write(tmp_path, entry())
+    assert library_settings.binding_for_this_process(settings.read(tuning_file=path), one_node) == (1, "")
+
+
 INTEL = "Intel(R) MPI Library 2021.18 for Linux* OS"
 
 

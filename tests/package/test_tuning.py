@@ -256,3 +256,26 @@ def test_every_tuning_can_be_switched_off():
     assert got[0][1] == ["keep-memory: off (MPI_COLLECTIVES_KEEP_MEMORY=0)",
                          "mpi-settings: off (MPI_COLLECTIVES_MPI_SETTINGS=0)",
                          "bind-cpus: off (MPI_COLLECTIVES_BIND_CPUS=0)"], got
+
+
+@pytest.mark.jax
+@hydra_only
+def test_a_binding_tune_measured_is_applied_and_said():
+    """A tuning entry for this MPI and shape that says "unbound" (what tune keeps where binding made
+    a step slower): each rank keeps its CPU set and says why."""
+    import json
+    import tempfile
+
+    from mpi_collectives.services import library_settings
+    info = json.loads(run([sys.executable, "-m", "mpi_collectives", "info", "--json"], cwd=HERE).stdout)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "tuning.json")
+        library_settings.write_entry(path, {
+            "implementation": library_settings.implementation(info["version"]), "version": info["version"],
+            "library": os.path.realpath(info["library"]), "ranks_per_node": 2, "cpus": os.cpu_count(),
+            "nodes": 1, "settings": {}, "bind_cpus": 0, "date": "2026-11-27"})
+        got = launch_and_read_tunings({"MPI_COLLECTIVES_TUNING_FILE": path})
+    for cpus, lines in got.values():
+        assert cpus == os.sched_getaffinity(0), got
+        assert lines[-1] == "bind-cpus: off (MPI_COLLECTIVES_BIND_CPUS=0 measured fastest by mpi-collectives tune " \
+                            "on 2026-11-27)", got

@@ -60,7 +60,23 @@ def launch_command(args, ranks, argv) -> list:
 def hosts_of_ranks(args) -> list:
     """The host name of every rank, as the launcher places them: measured
     (a launch of `hostname`), not taken from the command line."""
-    cmd = launcher_prefix(args) + ["-n", str(args.ranks), "hostname"]
+    return sorted(_launch_each(args, ["hostname"]).split())
+
+
+# Each rank's host and CPU set, one line: what a rank starts with, before any binding of ours.
+_PLACEMENT = "import os, socket; print(socket.gethostname(), ','.join(map(str, sorted(os.sched_getaffinity(0)))))"
+
+
+def placement(args) -> list:
+    """(host, CPU set) of every rank as the launcher starts it (a launch of a few lines of Python),
+    in no particular order."""
+    lines = _launch_each(args, [sys.executable, "-c", _PLACEMENT]).splitlines()
+    return [(host, frozenset(int(c) for c in cpus.split(","))) for host, cpus in (line.split() for line in lines)]
+
+
+def _launch_each(args, command) -> str:
+    """The standard output of `command` run as every rank of a launch."""
+    cmd = launcher_prefix(args) + ["-n", str(args.ranks)] + command
     try:
         proc = launching.run(cmd, timeout=args.timeout)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -68,7 +84,7 @@ def hosts_of_ranks(args) -> list:
     if proc.returncode != 0:
         raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed (exit {proc.returncode}): "
                          f"{proc.stderr.strip()[-500:]}")
-    return sorted(proc.stdout.split())
+    return proc.stdout
 
 
 def import_jax_seconds(with_wrapper: bool, repeats: int) -> float:

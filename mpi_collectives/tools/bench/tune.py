@@ -43,7 +43,7 @@ import time
 
 import numpy as np
 
-from ...services import library_settings
+from ...services import library_settings, tuning
 from ...base import mpi
 from . import run as bench_run
 
@@ -52,6 +52,10 @@ MIN_GAIN = 0.05  # a kept value is at least 5% faster (geometric mean over sizes
 C_TARGET = "C via wrapper"
 JAX_OPS = ("all-reduce", "all-gather", "reduce-scatter")
 STEP_SHOWN = {"step": "weights [in, out]", "step-out-in": "weights [out, in]"}
+# MPI_COLLECTIVES_BIND_CPUS as tune tries it: the built-in first, and its second launch of a round.
+BUILT_IN, CALLERS, NONE = str(library_settings.BUILT_IN_BINDING), str(tuning.CALLERS_ONLY), "0"
+BINDINGS_TRIED = (BUILT_IN, CALLERS, NONE)
+AGAIN = "1 again"
 
 
 def parse(argv, prog, parser_class):
@@ -69,6 +73,9 @@ def parse(argv, prog, parser_class):
                         help="the mpiexec that starts each launch (default: the one beside this Python)")
     parser.add_argument("--launcher", default=None, metavar="COMMAND",
                         help="the command that starts each launch instead of --mpiexec, e.g. \"srun --mpi=pmi2\"")
+    parser.add_argument("--binding", choices=("auto", "yes", "no"), default="auto",
+                        help="also measure MPI_COLLECTIVES_BIND_CPUS (1, 2, 0) on the training step; auto: where "
+                             "initialize() would bind and each rank's slice has at least 2 CPUs (default: auto)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds for each launch (default: 600)")
     args = parser.parse_args(argv)
     args.coordinator_host = "127.0.0.1"  # bench_run.launch's gloo coordinator: no gloo path here
@@ -79,11 +86,14 @@ def parse(argv, prog, parser_class):
 
 def measure(args, path, sizes, ops, settings) -> dict:
     """{op: {bytes: median seconds}} of one launch of the bench worker, with the MPI library's
-    settings exactly `settings` (MPI_COLLECTIVES_MPI_SETTINGS=0: initialize() adds none); for
+    settings exactly `settings` (MPI_COLLECTIVES_MPI_SETTINGS=0: initialize() adds none; `settings`
+    may also name MPI_COLLECTIVES_BIND_CPUS); for
     the training step (path jax-step), {"train-step": {weights layout: median seconds}}."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.json")
-        env = dict(settings, MPI_COLLECTIVES_MPI_SETTINGS="0")
+        # The binding a candidate names, else yours, else the built-in: never a tuning file's.
+        env = {"MPI_COLLECTIVES_BIND_CPUS": os.environ.get("MPI_COLLECTIVES_BIND_CPUS", BUILT_IN), **settings,
+               "MPI_COLLECTIVES_MPI_SETTINGS": "0"}
         bench_run.launch(args, args.ranks, ["mpi_collectives.tools.bench.worker", path, out, ",".join(map(str, sizes)),
                                             str(args.scale), ",".join(ops)], args.timeout, env)
         got = json.load(open(out))
@@ -241,6 +251,73 @@ def confirm(args, impl, kept, sizes, ops, say) -> tuple:
     return kept, jax_ratio, step_ratio
 
 
+def binding(args, impl, kept, placed, say) -> tuple:
+    """(the MPI_COLLECTIVES_BIND_CPUS value to write, or None where binding was not measured;
+    {value: {weights layout: median seconds}} of the training step, {} then). Measured with the
+    kept library settings, each value in launches of its own, the built-in's twice a round (its
+    spread is the noise), and chosen by choose_binding()."""
+    if "MPI_COLLECTIVES_BIND_CPUS" in os.environ:
+        say(f"binding not measured: MPI_COLLECTIVES_BIND_CPUS={os.environ['MPI_COLLECTIVES_BIND_CPUS']} is set "
+            "in your environment, and a job that sets it keeps it")
+        return None, {}
+    if args.binding == "no":
+        return None, {}
+    records = [(host, cpus) for host, cpus in placed]
+    slice_, why = tuning.binding_for(0, records)
+    if slice_ is None:
+        say(f"binding not measured: initialize() binds nothing here ({why})")
+        return None, {}
+    if args.binding == "auto" and len(slice_) < 2:
+        say(f"binding not measured: each rank's slice is one CPU (binding the whole rank was 20-30% faster "
+            "there on a 16-core node); --binding yes measures it")
+        return None, {}
+    settings = library_settings.with_implied(impl, kept)
+    candidates = {value: ((), dict(settings, MPI_COLLECTIVES_BIND_CPUS=value)) for value in BINDINGS_TRIED}
+    candidates[AGAIN] = candidates[BUILT_IN]
+    say(f"the training step with MPI_COLLECTIVES_BIND_CPUS={', '.join(BINDINGS_TRIED)} ({BUILT_IN}: built in, "
+        f"twice a round), slices of {len(slice_)} CPUs, {args.rounds} rounds")
+    measured = {value: by_op["train-step"] for value, by_op in rounds(args, "jax-step", [8], candidates).items()}
+    again = measured.pop(AGAIN)
+    spread = noise({"step": measured[BUILT_IN]}, {"step": again})
+    measured[BUILT_IN] = between({"step": measured[BUILT_IN]}, {"step": again})["step"]
+    value, why = choose_binding(measured, spread)
+    say(f"MPI_COLLECTIVES_BIND_CPUS={value}: {why}")
+    return value, measured
+
+
+def choose_binding(measured: dict, spread: float, min_gain=MIN_GAIN) -> tuple:
+    """(value, why) from the training step's medians {value: {weights layout: seconds}}: a binding
+    ("1", "2") may be chosen only where it is no slower than none ("0") on any layout beyond the
+    margin (min_gain or the built-in's spread between its two launches, whichever is larger);
+    among those and none, the fastest over the layouts (geometric mean), but the built-in stays
+    unless another is faster than it by the margin."""
+    margin = max(min_gain, spread)
+    unbound = measured[NONE]
+    allowed = [NONE] + [v for v in measured if v != NONE
+                        and all(t <= unbound[layout] * (1 + margin) for layout, t in measured[v].items())]
+    against = {v: ratio({"step": measured[v]}, {"step": measured[BUILT_IN]}) for v in allowed}
+    best = min(allowed, key=against.get)
+    if BUILT_IN in allowed and against[best] > 1 - margin:
+        return BUILT_IN, (f"the built-in stays: no other was faster than it by the margin ({margin:.0%}: 5% or the "
+                          "spread of its own two launches, the larger) without being slower than unbound")
+    if BUILT_IN not in allowed:
+        return best, (f"{best_words(best)}: the built-in was more than {margin:.0%} slower than unbound on a "
+                      "weights layout")
+    return best, f"{best_words(best)}: {1 / against[best]:.2f}x as fast as the built-in, and never slower than unbound"
+
+
+def best_words(value: str) -> str:
+    return {NONE: "unbound", BUILT_IN: "the whole rank bound", CALLERS: "only the threads that call MPI bound"}[value]
+
+
+def binding_report(bound: dict, chosen: str) -> str:
+    lines = ["the training step by MPI_COLLECTIVES_BIND_CPUS (median seconds):"]
+    for value, steps in bound.items():
+        shown = ", ".join(f"{layout} {t * 1e3:.1f} ms" for layout, t in steps.items())
+        lines.append(f"  {value} ({best_words(value)}): {shown}{'  kept' if value == chosen else ''}")
+    return "\n".join(lines)
+
+
 def refuse_users_own(impl):
     own = library_settings.users_own(impl, os.environ)
     if own:
@@ -248,9 +325,9 @@ def refuse_users_own(impl):
                          "run with it and nothing could be compared. Fix: unset it for the tune run.")
 
 
-def ranks_per_node(args) -> tuple:
-    """(ranks per node, nodes) where the launcher places the ranks; an uneven placement is refused."""
-    hosts = bench_run.hosts_of_ranks(args)
+def ranks_per_node(placed) -> tuple:
+    """(ranks per node, nodes) from bench_run.placement(); an uneven placement is refused."""
+    hosts = [host for host, _ in placed]
     counts = {h: hosts.count(h) for h in set(hosts)}
     if len(set(counts.values())) != 1:
         raise SystemExit(f"mpi-collectives tune: the launcher placed the ranks unevenly ({counts}); a tuning is for "
@@ -270,7 +347,8 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
                          "tune (MPICH, Intel MPI and Open MPI have); initialize() leaves it at its defaults.")
     refuse_users_own(impl)
     path = args.file or os.environ.get("MPI_COLLECTIVES_TUNING_FILE") or library_settings.default_file()
-    per_node, nodes = ranks_per_node(args)
+    placed = bench_run.placement(args)
+    per_node, nodes = ranks_per_node(placed)
     sizes = [s for s in SIZES if s <= args.max_bytes]
     say = lambda text: print(f"mpi-collectives tune: {text}", file=sys.stderr, flush=True)  # noqa: E731
     say(f"{mpi.library_name()}, {args.ranks} ranks ({per_node} per node on {nodes} node(s) of "
@@ -290,16 +368,22 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
     kept, rows = choose(impl, per_candidate(plan, measured), baseline, min_gain)
 
     kept, jax_ratio, step_ratio = confirm(args, impl, kept, sizes, all_ops, say)
+    bind, bound = binding(args, impl, kept, placed, say)
     elapsed = time.monotonic() - started
     say(f"measured in {elapsed:.0f} s")
 
     print(report(rows, kept, jax_ratio, step_ratio, baseline, spread, per_node, nodes))
+    if bound:
+        print(binding_report(bound, bind))
     entry = {"implementation": impl, "version": version, "library": os.path.realpath(mpi.library()),
              "ranks_per_node": per_node, "cpus": library_settings.node_cpus(), "nodes": nodes,
              "settings": kept, "date": datetime.date.today().isoformat(),
              "measured": {"sizes": sizes, "rounds": args.rounds, "defaults_seconds": baseline, "noise": spread,
                           "candidates": [{"variable": n, "value": v, "ratio": r} for n, v, r in rows],
                           "jax_ratio": jax_ratio, "step_ratio": step_ratio, "seconds": round(elapsed)}}
+    if bind is not None:
+        entry["bind_cpus"] = int(bind)
+        entry["measured"]["binding"] = bound
     if args.dry_run:
         print("(--dry-run: nothing written)")
         return 0
