@@ -52,6 +52,7 @@ WRAPPER_API = """
                         const char *host, const char *job_key);
     int mpic_watch_self_finished(void);
     int mpic_watch_self_quiet(void);
+    int mpic_set_init_crash_note(const char *text);
 """
 
 # What the Python layer calls: the wrapper's own state, and the MPIABI

@@ -8,7 +8,8 @@ other module of the package touches its ffi or lib.
   not_loaded_message();
 - MPI itself, only what initialize() and the host helpers need: init(),
   is_initialized(), rank_size(), barrier(), bcast(), allgather(),
-  allreduce(), isend()/irecv()/test()/wait_all(), handle();
+  allreduce(), isend()/irecv()/test()/wait_all(), handle(); note_for_init_crash(), what a rank
+  says if the library crashes inside MPI_Init (native/src/services/init_crash.c);
 - the peers watcher (native/src/services/ending/): watch_peers(), watch_self_prepare(), watch_self(),
   watch_stop(), watch_self_finished(), watch_self_quiet(), wait_state();
 - end_job(line): the native layer's one way to end the whole job.
@@ -331,6 +332,11 @@ def watch_peers(local: dict, rank: int, size: int, host: str) -> None:
     of the other ranks on this node) ends while this rank still runs."""
     ranks, pids, n = _ranks_pids(local)
     _native()[1].mpic_watch_peers(ranks, pids, n, rank, size, host.encode())
+
+
+def note_for_init_crash(text: str) -> None:
+    """What this rank writes if the MPI library crashes inside MPI_Init (native init_crash.c)."""
+    _native()[1].mpic_set_init_crash_note(text.encode())
 
 
 def watch_self_prepare() -> int:

@@ -233,6 +233,7 @@ def _start_up(settings, collectives) -> Started:
     tunings.append(tuning.one_arena(tunings[0]))
     mpi_settings = library_settings.set_for_this_process(settings)  # MPI_Init reads them
     tunings.append(mpi_settings)
+    mpi.note_for_init_crash(job_choices.init_crash_note(mpi_settings))
     level = mpi.thread_level_name(init_mpi_or_end_job(settings))
     rank, size = mpi.rank_size()
     log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")

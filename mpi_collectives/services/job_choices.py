@@ -31,7 +31,7 @@ import socket
 import numpy as np
 
 from . import library_settings
-from ..base import mpi
+from ..base import launchers, mpi
 from ..base.ending import end_job
 
 CHOICES_BYTES = 4096  # each rank's choices as text (name=value lines)
@@ -58,20 +58,39 @@ def this_rank(settings, level: str, collectives: str, settings_line: str = "", e
     the thread level MPI granted, JAX's collectives implementation, and `settings_line`,
     library_settings' line for this rank (why its MPI library variables are what they are),
     which is said beside a difference and never compared."""
-    version = mpi.library_version() or ""
-    impl = library_settings.implementation(version)
-    pattern = library_settings.USERS_OWN.get(impl)
-    patterns = [pattern] if pattern else list(library_settings.USERS_OWN.values())
     out = {"MPI library": mpi.library_name(), "MPI thread level": level,
            "JAX_CPU_COLLECTIVES_IMPLEMENTATION": collectives or UNSET}
     for name, field in WIRE_SETTINGS.items():
         out[name] = str(getattr(settings, field))
-    implied = {k for v in library_settings.KNOWN.get(impl, ()) for k in v.implies}
-    for name in sorted(environ):
-        if any(p.match(name) for p in patterns) or name in implied:
-            out[name] = environ[name]
+    out.update(library_variables(environ))
     out["why"] = _source(settings_line)
     return out
+
+
+def library_variables(environ=os.environ) -> dict:
+    """The loaded MPI library's collective variables in `environ`, {name: value} by name (every
+    library's patterns where the library is not one library_settings knows)."""
+    impl = library_settings.implementation(mpi.library_version() or "")
+    pattern = library_settings.USERS_OWN.get(impl)
+    patterns = [pattern] if pattern else list(library_settings.USERS_OWN.values())
+    implied = {k for v in library_settings.KNOWN.get(impl, ()) for k in v.implies}
+    return {name: environ[name] for name in sorted(environ) if any(p.match(name) for p in patterns) or name in implied}
+
+
+def init_crash_note(settings_line: str, environ=os.environ) -> str:
+    """What a rank says if its MPI library crashes inside MPI_Init (native init_crash.c): before
+    the comparison below can run, ranks whose library settings differ can crash there."""
+    rank, size = launchers.launcher_rank_size(environ)
+    started = ", ".join(f"{k}={v}" for k, v in library_variables(environ).items())
+    source = _source(settings_line)
+    return (f"mpi-collectives: error: rank {rank}/{size}: the MPI library crashed inside MPI_Init, before the "
+            "ranks could compare their settings. Ranks that start MPI with different settings of the library can "
+            "crash there (MPICH, when one rank has an MPIR_CVAR_*_ALGORITHM of its own); this rank started it with "
+            + (f"{started}{f' ({source})' if source else ''}" if started else "none of the library's collective "
+               "variables") + ". Fix: give every rank the same MPI library variables, or none (export them in "
+            "the job script before the launcher: mpiexec -genv, mpirun -x and srun pass the environment on; a rank "
+            "with a variable of its own skips initialize()'s built-in choice); if every rank has the same, the "
+            "crash is the MPI library's own.")
 
 
 def _source(settings_line: str) -> str:

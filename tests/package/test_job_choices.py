@@ -219,6 +219,22 @@ def test_a_rank_with_every_setting_that_acts_on_it_alone_runs_exact(odd):
 
 
 @pytest.mark.jax
+@pytest.mark.skipif(TEST_CONFIG != "mpich", reason="the crash is MPICH 5.0.2's (the mpich wheel)")
+def test_a_crash_inside_mpi_init_from_settings_that_differ_is_named():
+    """MPICH crashes inside MPI_Init (SIGSEGV) when one rank has an all-reduce algorithm of its own
+    and the other the built-in generic collectives: before any comparison can run. The crashed rank
+    names what it started MPI with, and the fix, instead of the launcher's "signal 11" alone."""
+    proc = launch(2, {"ONLY_ON": "0:MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring"})
+    text = explain(proc)
+    assert proc.returncode != 0 and "EXACT" not in proc.stdout, text
+    said = re.findall(r"mpi-collectives: error: rank (\d)/2: the MPI library crashed inside MPI_Init, before the "
+                      r"ranks could compare their settings\..*this rank started it with (.*?)\. Fix: give every "
+                      r"rank the same MPI library variables", proc.stderr)
+    assert said and set(said) <= {("1", "MPIR_CVAR_DEVICE_COLLECTIVES=none (the built-in default)"),
+                                  ("0", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring (set by you)")}, text
+
+
+@pytest.mark.jax
 def test_the_same_setting_on_every_rank_runs_exact():
     name, value = OWN_VARIABLE[TEST_CONFIG if TEST_CONFIG in OWN_VARIABLE else EXPECTED_FAMILY].split("=")
     proc = launch(3, {name: value, "MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"})

@@ -8,6 +8,7 @@
  * frees-after-finalize), so that XLA's teardown does not fail the run. */
 #include "common.h"
 #include "family.h"
+#include "init_crash.h"
 #include "init_memory.h"
 #include "launchers.h"
 #include "library.h"
@@ -37,7 +38,9 @@ MPIABI_EXPORT int MPIABI_Init_thread(int *argc, char ***argv, int required, int 
   if (!provided) provided = &level;
   mpic_check_launcher_before_init();
   int zeroed = mpic_init_memory_begin();
+  mpic_init_crash_begin();
   ret = mpic_next_Init_thread(argc, argv, request, provided);
+  mpic_init_crash_end();
   mpic_init_memory_end(zeroed);
   if (ret == 0) {
     mpic_initialized_by_us = 1;
