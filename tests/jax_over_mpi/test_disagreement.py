@@ -21,6 +21,8 @@ CASES = {
     "carried": r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x4; rank 1 all-reduce sum f32 x1000",
     "large": r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x1000; rank 1 all-reduce sum f32 x1001",
     "dtype": r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x4; rank 1 all-reduce sum s32 x4",
+    "x64": (r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x4; rank 1 all-reduce sum f64 x4\. "
+            r".*or JAX's 64-bit mode on some ranks only: JAX_ENABLE_X64"),
     "op": r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x4; rank 1 all-reduce max f32 x4",
     "kind": r"the ranks disagree about a collective: rank 0 all-reduce sum f32 x4; rank 1 all-gather f32 x4",
     "gather": r"the ranks disagree about a collective: rank 0 all-gather f32 x4; rank 1 all-gather f32 x5",

@@ -7,6 +7,8 @@ names, through multi-process pmap (each process compiles its own program):
                 rank 1 (the check, then the library's call)
     large       psum of 1000 elements on rank 0, 1001 on rank 1 (neither carried)
     dtype       psum of float32 on rank 0, int32 on rank 1
+    x64         psum of the same float64 numpy array, with JAX's 64-bit mode on rank 1
+                only (float32 on rank 0, float64 on rank 1)
     op          psum on rank 0, pmax on rank 1
     kind        psum on rank 0, all_gather on rank 1
     gather      all_gather of 4 elements on rank 0, 5 on rank 1
@@ -48,6 +50,10 @@ elif mode == "large":
     run(lambda v: lax.psum(v, "i"), np.ones(1000 if first else 1001, np.float32))
 elif mode == "dtype":
     run(lambda v: lax.psum(v, "i"), ones[:4] if first else ones[:4].astype(np.int32))
+elif mode == "x64":
+    if not first:
+        jax.config.update("jax_enable_x64", True)
+    run(lambda v: lax.psum(v, "i"), np.arange(1, 5, dtype=np.float64))
 elif mode == "op":
     run((lambda v: lax.psum(v, "i")) if first else (lambda v: lax.pmax(v, "i")), ones[:4])
 elif mode == "kind":

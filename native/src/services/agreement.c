@@ -172,6 +172,17 @@ static __attribute__((noreturn)) void mpi_failed(const char *function, int code,
              world_rank, function, text);
 }
 
+/* Whether the ranks' words (mpic_describe's, "rank 0 all-gather f32 x1; rank 1 all-gather f64 x1")
+ * hold one type at 32 and at 64 bits: what JAX's 64-bit mode on some ranks only makes of the same
+ * program (JAX_ENABLE_X64=1 given to some ranks: every float and int array doubles its width). */
+static int wider_on_some(const char *line) {
+  static const char *const pairs[][2] = {{" f32 ", " f64 "}, {" s32 ", " s64 "}, {" u32 ", " u64 "},
+                                         {" c64 ", " c128 "}};
+  for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
+    if (strstr(line, pairs[i][0]) && strstr(line, pairs[i][1])) return 1;
+  return 0;
+}
+
 /* Every rank learns every rank's signature, and all end the job with the same line. */
 static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct mpic_call *mine, uint64_t sig) {
   int size = 0;
@@ -209,8 +220,10 @@ static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct mp
   free(all);
   mpic_fatal("the ranks disagree about a collective: %s. No result was returned. Fix: make every rank run "
              "the same collectives with the same shapes, dtypes and reductions (look for a rank-dependent "
-             "shape or branch); MPI_COLLECTIVES_CHECK_COLLECTIVES=0 turns this check off",
-             line);
+             "shape or branch%s); MPI_COLLECTIVES_CHECK_COLLECTIVES=0 turns this check off",
+             line, wider_on_some(line) ? ", or JAX's 64-bit mode on some ranks only: JAX_ENABLE_X64 or "
+                                         "jax.config.update('jax_enable_x64', ...) reached only some"
+                                       : "");
 }
 
 /* The collective begins in the flight record, on communicator `at` of the table. */
