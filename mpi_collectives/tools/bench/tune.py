@@ -27,7 +27,10 @@ meets them, against the library's defaults in interleaved rounds: those of
 JAX's all-reduce, all-gather and reduce-scatter that the kept settings change,
 through initialize() (nothing kept when they are slower), then the bench's data-parallel training step, weights
 [in, out] and [out, in] (nothing kept when it is more than MIN_GAIN slower:
-the step's compute dilutes a collective's gain, and its noise is larger). The entry is written for this
+the step's compute dilutes a collective's gain, and its noise is larger). Last, where initialize()
+would bind the ranks (--binding), the same step under each MPI_COLLECTIVES_BIND_CPUS with the kept
+settings: a binding is kept only where no weight layout is slower than unbound beyond the noise
+(choose_binding), the rule of issue 45's item 2. The entry is written for this
 MPI installation, ranks per node and node size; a rerun replaces it. A job
 uses it only where every rank can tell that every node holds that many ranks
 (library_settings.job_layout): on one node, or under srun.
@@ -55,7 +58,7 @@ STEP_SHOWN = {"step": "weights [in, out]", "step-out-in": "weights [out, in]"}
 # MPI_COLLECTIVES_BIND_CPUS as tune tries it: the built-in first, and its second launch of a round.
 BUILT_IN, CALLERS, NONE = str(library_settings.BUILT_IN_BINDING), str(tuning.CALLERS_ONLY), "0"
 BINDINGS_TRIED = (BUILT_IN, CALLERS, NONE)
-AGAIN = "1 again"
+AGAIN = f"{BUILT_IN} again"
 
 
 def parse(argv, prog, parser_class):
@@ -262,8 +265,7 @@ def binding(args, impl, kept, placed, say) -> tuple:
         return None, {}
     if args.binding == "no":
         return None, {}
-    records = [(host, cpus) for host, cpus in placed]
-    slice_, why = tuning.binding_for(0, records)
+    slice_, why = tuning.binding_for(0, placed)  # as the first rank of the list would bind
     if slice_ is None:
         say(f"binding not measured: initialize() binds nothing here ({why})")
         return None, {}
