@@ -28,6 +28,11 @@ whose ranks differ with one line.
 
 Only variables and values from KNOWN are ever set, whatever a file says: a
 file cannot name a library to load, a path, or anything else.
+
+An entry may also hold the CPU binding tune measured on the training step
+(bind_cpus: 0, 1 or 2), which initialize() takes where you did not set
+MPI_COLLECTIVES_BIND_CPUS (binding_for_this_process()); binding acts on each
+rank alone, so it needs none of the care above.
 """
 import collections
 import json
