@@ -21,8 +21,8 @@ make (the agreement check, the split check, the answer to MPI_Is_thread_main).
 CPU devices per process are compared right after, in jax_setup. Settings that
 act on one rank alone (binding, freed memory, the stall report, watching the
 peers) may differ: the start-up exchanges they use run on every rank whatever
-the setting (tests/jax_over_mpi/test_disagreement.py launches a rank with every
-such setting of its own).
+the setting (tests/package/test_job_choices.py launches a rank with every such
+setting of its own).
 """
 import collections
 import os
