@@ -322,6 +322,20 @@ def test_bench_launcher_replaces_mpiexec(tmp_path, monkeypatch):
     assert bench.launch_command(bench.parse([]), 2, ["m"]) == [mpiexec_path(), "-n", "2", PY, "-m", "m"]
 
 
+def test_tune_reads_every_ranks_cpus_under_unbuffered_python(monkeypatch):
+    """tune's placement launch under PYTHONUNBUFFERED=1 (common in job scripts): each rank's line
+    arrives whole. print() wrote it in pieces that the launcher interleaved ("vmvm 0,1| 0,1|" in 12
+    launches of 20 with MPICH's Hydra), and tune stopped in a ValueError before measuring."""
+    from types import SimpleNamespace
+
+    from mpi_collectives.tools.bench import run as bench
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")
+    args = SimpleNamespace(ranks=4, launcher=None, mpiexec=mpiexec_path(), timeout=60)
+    expected = [(platform.node(), frozenset(os.sched_getaffinity(0)))] * 4
+    for _ in range(5):
+        assert bench.placement(args) == expected
+
+
 def test_initialize_on_a_jax_too_old_says_which_is_needed(monkeypatch):
     from mpi_collectives.integration import jax_compat, jax_setup
     monkeypatch.setattr(jax_compat, "installed_jax", lambda: "0.4.26")

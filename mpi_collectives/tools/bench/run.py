@@ -63,8 +63,11 @@ def hosts_of_ranks(args) -> list:
     return sorted(_launch_each(args, ["hostname"]).split())
 
 
-# Each rank's host and CPU set, one line: what a rank starts with, before any binding of ours.
-_PLACEMENT = "import os, socket; print(socket.gethostname(), ','.join(map(str, sorted(os.sched_getaffinity(0)))))"
+# Each rank's host and CPU set, one line: what a rank starts with, before any binding of ours. One
+# write(2) of the whole line: the launcher merges the ranks' output as it arrives, and print() under
+# PYTHONUNBUFFERED=1 (common in job scripts) writes a line in pieces that interleave across ranks.
+_PLACEMENT = ("import os, socket; os.write(1, (socket.gethostname() + ' ' + "
+              "','.join(map(str, sorted(os.sched_getaffinity(0)))) + '\\n').encode())")
 
 
 def placement(args) -> list:
