@@ -10,6 +10,9 @@
 #   first rank count with its defaults (how long; what it keeps; tune.log), MPICH's device
 #   collectives on and off with the ranks bound and unbound (the built-in default), and the step
 #   with each binding and over gloo at the other counts.
+# PROBE_SET=lease: issue 45's open items inside one call (PROBE_DEADLINE seconds): the step at the
+#   second count under each binding and over gloo, the bench there, tune at the first count (timed),
+#   the bench at the third count if time is left.
 # jax, jaxlib and numpy come from the node's Python (--system-site-packages). Every launch has a timeout.
 set -uo pipefail
 wheels=$1; out=$2; shift 2
@@ -18,7 +21,7 @@ py=${PYTHON:-python3}
 export JAX_PLATFORMS=cpu  # a GPU node: the probes are of the CPU collectives
 mkdir -p "$out"
 log=$out/probe.log; json=$out/probe.jsonl
-case ${PROBE_SET:-full} in step|bind|targets) venvs=new ;; *) venvs="new old" ;; esac  # only new: no start-up comparison
+case ${PROBE_SET:-full} in step|bind|targets|lease) venvs=new ;; *) venvs="new old" ;; esac  # only new: no start-up comparison
 for v in $venvs; do
   [ -z "${PROBE_KEEP_VENVS:-}" ] || continue  # (a try elsewhere: /tmp/probe-new and -old made by hand)
   "$py" -m venv --system-site-packages "/tmp/probe-$v" &&
@@ -62,6 +65,38 @@ if [ "${PROBE_SET:-full}" = targets ]; then
     probe new "$n" step PROBE_BACKEND=gloo PROBE_COORDINATOR=127.0.0.1:$port
   done
   echo "probe done" >> "$log"; exit 0
+fi
+if [ "${PROBE_SET:-full}" = lease ]; then
+  # One call of a lease (PROBE_DEADLINE seconds, default 570, from here), issue 45's open items in
+  # the order they matter, each stage bounded by what is left: item 2, the step at the second
+  # count under each binding (the built-in twice: the noise) and over gloo, and once after three
+  # 256 MiB psums (item 5); items 5 and 6, the bench at that count (bench-N.json/.log); item 3,
+  # `tune --ranks FIRST --dry-run` with its defaults, cut at 330 s (the target is 300 s); last the
+  # bench at the third count where time is left.
+  deadline=$(( $(date +%s) + ${PROBE_DEADLINE:-570} ))
+  left() { echo $(( deadline - $(date +%s) )); }
+  set -- $ranks; first=$1; second=${2:-$1}; third=${3:-}
+  port=$("/tmp/probe-new/bin/python" -c "from mpi_collectives.tools import launching; print(launching.free_port())")
+  for b in 1 2 0 1; do probe new "$second" step MPI_COLLECTIVES_BIND_CPUS=$b PROBE_ITERS=10; done
+  probe new "$second" step PROBE_BACKEND=gloo PROBE_COORDINATOR=127.0.0.1:$port PROBE_ITERS=10
+  probe new "$second" step PROBE_BEFORE_MIB=256 PROBE_ITERS=10
+  bench() {  # bench N MAX_SECONDS
+    local t=$(( $(left) - 10 )); [ "$t" -le "$2" ] || t=$2
+    [ "$t" -ge 60 ] || { echo "== bench $1 skipped: $t s left" >> "$log"; return; }
+    echo "== bench --ranks $1 (cut at $t s)" >> "$log"
+    (cd /tmp && PYTHONUNBUFFERED=1 timeout "$t" /tmp/probe-new/bin/python -m mpi_collectives bench --ranks "$1" \
+      --max-bytes 16777216 --scale 0.3 --out "$out/bench-$1.json" --plot "/tmp/bench-$1.png") > "$out/bench-$1.log" 2>&1
+    echo "bench $1 exit $?" >> "$log"
+  }
+  bench "$second" 200
+  t=$(( $(left) - 10 )); [ "$t" -le 330 ] || t=330
+  echo "== tune --ranks $first (cut at $t s)" >> "$log"
+  start=$(date +%s)
+  (cd /tmp && PYTHONUNBUFFERED=1 timeout "$t" /tmp/probe-new/bin/python -m mpi_collectives tune --ranks "$first" --dry-run) \
+    > "$out/tune.log" 2>&1
+  echo "tune exit $? in $(( $(date +%s) - start )) s" | tee -a "$out/tune.log" >> "$log"
+  [ -z "$third" ] || bench "$third" 120
+  echo "probe done, $(left) s before the deadline" >> "$log"; exit 0
 fi
 if [ "${PROBE_SET:-full}" = bind ]; then  # binding: the process (1), the callers of MPI only (2), none (0)
   for n in $ranks; do
