@@ -260,10 +260,41 @@ def run_c(sizes, scale, out, ops=OPS, wrapper_only=False):
             progress(rank, "C", op, nbytes, results[targets[0].name][op][nbytes])
     if not wrapper_only:
         results[MEMORY_FLOOR] = memory_floor(mpi, rank, size, sizes, scale, ops)
+        results[GRADIENT_FLOOR] = gradient_floor(mpi, targets[-1], rank, size, scale)
     write(rank, out, {"results_by_target": results})
 
 
 MEMORY_FLOOR = "memory floor"
+GRADIENT_FLOOR = "gradient floor"
+
+
+def gradient_floor(mpi, target, rank, size, scale) -> dict:
+    """The C floor of the training step's gradient all-reduce (user_loops.train_step), through
+    `target` (the library itself where it can be called directly): XLA makes of it one MPI call
+    per gradient, LAYERS calls one after the other, each on its own buffers. {"all-reduce":
+    {bytes of one gradient: [seconds for the LAYERS calls], the slowest rank's}}. Not LAYERS
+    times the per-size loop's call, which repeats one buffer pair that stays in the caches and
+    the page tables: at 16 MiB on 8 ranks of a 16-core node 3 x 15.0 ms, against 54.8 ms for
+    three buffer pairs (docs/benchmarks/node-16/README.md)."""
+    from . import c_loop, user_loops
+
+    width = user_loops.SMOKE_WIDTH if os.environ.get("MPI_COLLECTIVES_BENCH_SMOKE") == "1" else user_loops.WIDTH
+    count = width * width
+    sends = [rank_input(count, rank) for _ in range(user_loops.LAYERS)]
+    recvs = [np.zeros_like(s) for s in sends]
+    want = expected("all-reduce", count, rank, size)
+    times = []
+    for it in range(iterations(4 * count, scale) + 2):
+        mpi.barrier()
+        t = time.perf_counter()
+        for send, recv in zip(sends, recvs):
+            c_loop.run(target, "all-reduce", send, recv, 1)
+        if it >= 2:
+            times.append(time.perf_counter() - t)
+    if not all(np.array_equal(recv, want) for recv in recvs):
+        raise SystemExit(f"mpi-collectives bench: WRONG result: {target.name} all-reduce of the step's gradients")
+    slowest = mpi.allgather(np.asarray(times, np.float64), size).max(axis=0)
+    return {"all-reduce": {4 * count: slowest.tolist()}}
 
 
 def memory_floor(mpi, rank, size, sizes, scale, ops) -> dict:
