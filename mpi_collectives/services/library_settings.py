@@ -106,8 +106,9 @@ USERS_OWN = {
 # ranks 1071 vs 539 us (1 MiB). With each rank bound to its slice, as initialize() does
 # (2026-11-26): within 2-9% either way at 2, 8 and 16 ranks, and `tune --ranks 16`'s 1.11x for
 # the defaults was inside its own noise (two launches of the same settings 24% apart at 16 MiB).
-# On a 2-core VM the two were equal within noise. scripts/node_probe.sh's PROBE_SET=targets
-# measures both ways again.
+# On a 2-core VM the two were equal within noise. On 2026-11-27 `tune` (ranks bound) found "none"
+# 1.02x the defaults' time at 8 ranks and 1.04x at 16, inside its 7.3-7.8% noise, and no MPICH
+# algorithm faster beyond it (docs/benchmarks/node-16/README.md).
 DEFAULTS = {"mpich": {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}}
 DEFAULTS_WHY = {"mpich": "MPICH's generic collectives: 2.5-2.8x faster from 1 MiB at 2-16 ranks unbound on a 16-core "
                          "node, equal bound"}
