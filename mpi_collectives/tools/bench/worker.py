@@ -98,7 +98,8 @@ def run_jax(path, sizes, scale, out, ops=OPS):
         smoke = os.environ.get("MPI_COLLECTIVES_BENCH_SMOKE") == "1"
         extra["user_loops"] = {
             "psum-kept": user_loops.psum_kept(jax, mesh, rank, sizes, lambda n: iterations(n, scale)),
-            "train-step": user_loops.train_step(jax, mesh, rank, smoke, max(3, int(20 * scale)))}
+            # at least 10 steps, as a launch of the step alone (scripts/node_probe.py step) times it
+            "train-step": user_loops.train_step(jax, mesh, rank, smoke, max(3 if smoke else 10, int(20 * scale)))}
     write(rank, out, {"results": results, **extra})
 
 
