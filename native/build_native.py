@@ -30,6 +30,7 @@ WRAPPER_API = """
     int mpic_end_job(const char *line);
     int mpic_we_initialized(void);
     int mpic_is_up(void);
+    int mpic_abort_launch_before_init(int code);
     int mpic_stop_on_sigterm(int rank, int size);
     int mpic_preemption_grace(int rank, int size, int grace);
     int mpic_liveness_listen(const char *address, int rank);

@@ -8,9 +8,12 @@ mpi.end_job, so there is one policy: one line on this rank's stderr, a
 second for the launcher to forward it, then MPI_Abort when MPI is up (the
 launcher then ends the ranks on every node), _exit(1) when it is not.
 """
+import atexit
+import contextlib
 import sys
 
 from . import mpi
+from .errors import InitializeError
 
 
 def end_job(message: str):
@@ -24,3 +27,24 @@ def end_job(message: str):
         except Exception:
             pass
     mpi.end_job(f"mpi-collectives: error: {message}")
+
+
+@contextlib.contextmanager
+def launch_ends_if_start_up_fails():
+    """Around a rank's start-up. An InitializeError raised before this process began MPI_Init (a
+    setting that this rank alone has wrong, its MPI library not found) still reaches the program;
+    when the process then exits, its launcher is asked to end the job (mpi.abort_launch_before_init).
+    Else the ranks that started MPI_Init wait in it for this one until MPI_COLLECTIVES_INIT_TIMEOUT:
+    Hydra and srun do not end a job for a process that exits before it spoke to them."""
+    try:
+        yield
+    except InitializeError:
+        atexit.register(_abort_launch_quietly)
+        raise
+
+
+def _abort_launch_quietly():
+    try:
+        mpi.abort_launch_before_init(1)
+    except Exception:  # (no native layer to ask: nothing more to do)
+        pass

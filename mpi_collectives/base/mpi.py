@@ -395,6 +395,13 @@ def preemption_grace(rank: int, size: int, grace: int) -> None:
         raise OSError("mpi-collectives: the preemption grace could not be armed (a thread could not start)")
 
 
+def abort_launch_before_init(code: int = 1) -> bool:
+    """Ask the launcher to end the job, where this process has not begun MPI_Init and its launcher
+    takes PMI's abort from it (native launcher_abort.c: Hydra, srun --mpi=pmi2); False where there
+    was nothing to ask."""
+    return bool(_native()[1].mpic_abort_launch_before_init(code))
+
+
 def end_job(line: str):
     """Print `line` on stderr, quiet this rank's watcher process, give the
     launcher a second to forward the line, then MPI_Abort (when MPI is up) or

@@ -24,8 +24,9 @@ def _start_up(overrides=None):
     float16 rules and device count as one that calls initialize(). A user who
     gives JAX the coordinator's address is asked only for rank and size."""
     from . import jax_setup
-    from ..base import settings
-    return jax_setup.start_up(settings.read(**(overrides or {})), collectives=None)
+    from ..base import ending, settings
+    with ending.launch_ends_if_start_up_fails():
+        return jax_setup.start_up(settings.read(**(overrides or {})), collectives=None)
 
 
 def _make_cluster_env(clusters):

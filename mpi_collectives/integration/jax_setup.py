@@ -18,7 +18,7 @@ import threading
 
 from ..services import coordinator, exit_hooks, job_choices, library_settings, meeting, peers, stall, tuning
 from . import gpus, jax_compat, narrow_dtypes, preemption
-from ..base import mpi
+from ..base import ending, mpi
 from ..base import settings as _settings
 from ..base._paths import libpath
 from ..base.ending import end_job
@@ -329,7 +329,8 @@ def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None,
     if _INFO is not None:
         return _INFO
     given = {name: value for name, value in locals().items() if name in _settings.TABLE and value is not None}
-    started = start_up(_settings.read(**given))
+    with ending.launch_ends_if_start_up_fails():
+        started = start_up(_settings.read(**given))
     rank, size, choice = started.rank, started.size, started.choice
     address = choice.address
     import jax

@@ -250,6 +250,20 @@ def test_srun_without_a_pmi_plugin_says_which_to_use(slurm):
 
 
 @only["mpich"]
+def test_srun_ends_the_job_when_one_rank_stops_before_mpi_init(slurm):
+    """One rank refuses a value of its own before MPI_Init: Slurm's pmi2 plugin takes PMI-1's abort
+    from it (native base/launcher_abort.c), so the rank on the other node does not wait in MPI_Init
+    until MPI_COLLECTIVES_INIT_TIMEOUT: srun does not end a step for a task that exits before it
+    spoke PMI."""
+    proc = on_node1(slurm, ["srun", "-N2", "-n2", "--mpi=pmi2", PY, os.path.join(PROGRAMS, "one_job.py")],
+                    env={"ONLY_ON": "1:MPI_COLLECTIVES_BIND_CPUS=7", "MPI_COLLECTIVES_INIT_TIMEOUT": "100"},
+                    timeout=150)
+    assert proc.returncode != 0 and "EXACT" not in proc.stdout, explain(proc)
+    assert proc.stderr.count("MPI_COLLECTIVES_BIND_CPUS=7 is not a whole number from 0 to 2") == 1, explain(proc)
+    assert proc.seconds < 30, explain(proc)
+
+
+@only["mpich"]
 def test_srun_pmix_with_the_mpich_wheel_says_it_has_no_pmix(slurm):
     """The wheel's MPICH named outright: without it, srun --mpi=pmix asks for Open MPI's family, and
     the loader takes an Open MPI the machine may have (Debian's, once the debian-openmpi

@@ -236,6 +236,32 @@ def test_a_crash_inside_mpi_init_from_settings_that_differ_is_named():
                                   ("0", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring (set by you)")}, text
 
 
+# A rank that stops before MPI_Init, on a value of its own that initialize() refuses or a library it
+# cannot load: its sentence, and the job ends within seconds. Before, under Hydra and srun the other
+# ranks waited in MPI_Init until MPI_COLLECTIVES_INIT_TIMEOUT (300 s by default): a process that exits
+# before it spoke to the launcher is not a failure to them (native base/launcher_abort.c).
+BEFORE_INIT = {
+    "setting": ("MPI_COLLECTIVES_BIND_CPUS=7",
+                "InitializeError: mpi-collectives: MPI_COLLECTIVES_BIND_CPUS=7 is not a whole number from 0 to 2"),
+    "library": ("MPI_COLLECTIVES_LIBMPI=/nonexistent/libmpi.so",
+                "InitializeError: mpi-collectives: no MPI library could be loaded (/nonexistent/libmpi.so"),
+    "abi": ("MPI_COLLECTIVES_ABI=openmpi", "mpi-collectives: error: process 1 of 3 was started by a Hydra mpiexec")}
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("case", ["setting", "library",
+                                  pytest.param("abi", marks=pytest.mark.skipif(
+                                      EXPECTED_FAMILY != "mpich", reason="an MPICH-ABI library told it is Open MPI's "
+                                      "under Hydra; Open MPI's mpirun ends a job on any failed process"))])
+def test_a_rank_that_stops_before_mpi_init_ends_the_job_at_once(case):
+    assignment, sentence = BEFORE_INIT[case]
+    proc = launch(3, {"ONLY_ON": f"1:{assignment}", "MPI_COLLECTIVES_INIT_TIMEOUT": "100"})
+    text = explain(proc)
+    assert proc.returncode != 0 and "EXACT" not in proc.stdout, text
+    assert proc.stderr.count(sentence) == 1, text  # the rank that stopped, and only it
+    assert proc.seconds < 30, text  # not the other ranks' MPI_COLLECTIVES_INIT_TIMEOUT
+
+
 @pytest.mark.jax
 def test_the_same_setting_on_every_rank_runs_exact():
     name, value = OWN_VARIABLE[TEST_CONFIG if TEST_CONFIG in OWN_VARIABLE else EXPECTED_FAMILY].split("=")

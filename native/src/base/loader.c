@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include "common.h"
 #include "family.h"
+#include "launcher_abort.h"
 #include "launcher_env.h"
 #include "loader.h"
 #include "log.h"
@@ -394,5 +395,6 @@ MPIABI_EXPORT const char *mpic_not_loaded_message(void) {
 void mpic_not_loaded(const char *function) {
   fprintf(stderr, "mpi-collectives: %s called, but %s\n", function, mpic_not_loaded_message());
   fflush(stderr);
+  mpic_launcher_abort(1); /* the ranks that did load theirs wait in MPI_Init for this one */
   _exit(1);
 }

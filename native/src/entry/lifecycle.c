@@ -10,6 +10,7 @@
 #include "family.h"
 #include "init_crash.h"
 #include "init_memory.h"
+#include "launcher_abort.h"
 #include "launchers.h"
 #include "library.h"
 #include "loader.h"
@@ -37,6 +38,7 @@ MPIABI_EXPORT int MPIABI_Init_thread(int *argc, char ***argv, int required, int 
   int request = mpic_xla_thread_level(required);
   if (!provided) provided = &level;
   mpic_check_launcher_before_init();
+  mpic_launcher_init_begins();
   int zeroed = mpic_init_memory_begin();
   mpic_init_crash_begin();
   ret = mpic_next_Init_thread(argc, argv, request, provided);

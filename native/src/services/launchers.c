@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "family.h"
+#include "launcher_abort.h"
 #include "launcher_env.h"
 #include "launchers.h"
 #include "loader.h"
@@ -24,6 +25,7 @@ static __attribute__((noreturn)) void mismatch(const struct mpic_launcher *l, in
           r ? r : "?", started, l->name, l->size_var, started, mpic_loaded_path,
           mpic_family ? mpic_family->name : "no", what, mpic_loaded_path);
   fflush(stderr);
+  mpic_launcher_abort(1); /* one rank alone may be wrong: the others wait in MPI_Init */
   _exit(1);
 }
 
@@ -58,6 +60,7 @@ void mpic_check_launcher_before_init(void) {
             getenv("SLURM_STEP_ID") ? "launch with srun --mpi=pmi2" : "launch with a PMI-2 launcher (srun --mpi=pmi2, "
             "or this MPI's own mpiexec)");
     fflush(stderr);
+    mpic_launcher_abort(1);
     _exit(1);
   }
   int ompi_launcher = !strcmp(l->kind, "openmpi");
@@ -82,6 +85,7 @@ void mpic_check_launcher(int world_size, int world_rank) {
             "pmix for Open MPI).\n",
             r ? r : "?", started, mpic_loaded_path);
     fflush(stderr);
+    mpic_launcher_abort(1);
     _exit(1);
   }
   if (world_size == 1) mismatch(l, started, "sees a world of 1");

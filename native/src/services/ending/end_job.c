@@ -6,9 +6,10 @@
  * killed the process (seen once in CI): a handler registered at that moment
  * runs first in exit() (atexit runs in reverse order) and leaves with _exit
  * at once. A thread ends the process in any case if MPI_Abort has not done so
- * within a few seconds (a launcher that does not answer). Before MPI is up,
- * or after it is finalized, only this process can be ended: the launcher
- * ends the others when it sees it fail. */
+ * within a few seconds (a launcher that does not answer). Before MPI_Init,
+ * the launcher's own abort (launcher_abort.c), where it has one; after
+ * MPI_Finalize only this process can be ended: the launcher ends the others
+ * when it sees it fail. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 #include "end_job.h"
 #include "family.h"
+#include "launcher_abort.h"
 #include "flight.h"
 #include "library.h"
 #include "self_watch.h"
@@ -46,6 +48,7 @@ void mpic_end_job_line(const char *line) {
   pthread_t t;
   pthread_create(&t, NULL, exit_later, NULL);
   if (mpic_family && mpic_mpi_is_up()) mpic_next_Abort(MPIABI_COMM_WORLD, 1);
+  mpic_launcher_abort(1); /* before MPI_Init: the launcher's own abort, where it has one */
   _exit(1);
 }
 
