@@ -331,9 +331,11 @@ def test_tune_reads_every_ranks_cpus_under_unbuffered_python(monkeypatch):
     from mpi_collectives.tools.bench import run as bench
     monkeypatch.setenv("PYTHONUNBUFFERED", "1")
     args = SimpleNamespace(ranks=4, launcher=None, mpiexec=mpiexec_path(), timeout=60)
-    expected = [(platform.node(), frozenset(os.sched_getaffinity(0)))] * 4
+    mine = frozenset(os.sched_getaffinity(0))
     for _ in range(5):
-        assert bench.placement(args) == expected
+        got = bench.placement(args)
+        # each rank's CPUs as its launcher set them: all of this process's, or a part (Intel MPI binds)
+        assert len(got) == 4 and all(host == platform.node() and cpus and cpus <= mine for host, cpus in got), got
 
 
 def test_initialize_on_a_jax_too_old_says_which_is_needed(monkeypatch):

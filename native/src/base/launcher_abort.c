@@ -66,7 +66,10 @@ int mpic_launcher_abort(int code) {
   char line[256];
   fflush(stdout);
   fflush(stderr);
-  sleep(1); /* for the launcher to forward this process's last lines before it ends it */
+  /* Before the launcher ends every process: for it to forward this one's last lines, and for the
+   * other ranks, where they stop the same way (every rank given the same wrong setting), to print
+   * theirs: their start-up may lag this one's by a second on a loaded node. */
+  sleep(3);
   static const char init[] = "cmd=init pmi_version=1 pmi_subversion=1\n";
   if (!write_all(fd, init, sizeof init - 1) || !read_line(fd, line, sizeof line, 5000)) return 0;
   if (strncmp(line, "cmd=response_to_init", 20) != 0 || !strstr(line, "rc=0")) return 0;
