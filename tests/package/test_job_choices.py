@@ -251,8 +251,9 @@ BEFORE_INIT = {
 @pytest.mark.jax
 @pytest.mark.parametrize("case", ["setting", "library",
                                   pytest.param("abi", marks=pytest.mark.skipif(
-                                      EXPECTED_FAMILY != "mpich", reason="an MPICH-ABI library told it is Open MPI's "
-                                      "under Hydra; Open MPI's mpirun ends a job on any failed process"))])
+                                      EXPECTED_FAMILY != "mpich", reason="the wrong family on one rank is tested where "
+                                      "an MPICH-family library runs under Hydra; under Open MPI's mpirun any process that "
+                                      "fails ends the job already, as the other two cases show"))])
 def test_a_rank_that_stops_before_mpi_init_ends_the_job_at_once(case):
     assignment, sentence = BEFORE_INIT[case]
     proc = launch(3, {"ONLY_ON": f"1:{assignment}", "MPI_COLLECTIVES_INIT_TIMEOUT": "100"})

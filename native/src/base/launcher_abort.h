@@ -11,9 +11,9 @@ void mpic_launcher_init_begins(void);
  * several, by a launcher that speaks PMI on an inherited descriptor (PMI_FD:
  * Hydra, the mpiexec of MPICH and Intel MPI; srun --mpi=pmi2), send that
  * launcher PMI-1's abort with `code`, after 3 seconds for it to forward what
- * this process printed and for the other ranks to say theirs. Returns 1 when the abort was sent (the launcher then
- * ends every process of the job and exits with `code`), 0 when there was
- * nothing to send it to. */
+ * this process printed and for the other ranks to say theirs. Returns 1 when
+ * the abort was sent (the launcher then ends every process of the job and
+ * exits with `code`), 0 when there was nothing to send it to. */
 int mpic_launcher_abort(int code);
 
 #endif

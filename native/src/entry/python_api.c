@@ -29,7 +29,7 @@ MPIABI_EXPORT int mpic_we_initialized(void) { return mpic_initialized_by_us; }
 MPIABI_EXPORT int mpic_thread_policy_value(void) { return mpic_settings.thread_level; }
 MPIABI_EXPORT int mpic_trampoline_attached(void) { return mpic_trampoline_attached_flag; }
 MPIABI_EXPORT int mpic_is_up(void) { return mpic_mpi_is_up(); }
-/* For mpi_collectives.base.ending.end_launch_at_exit: a rank whose initialize() failed before MPI_Init. */
+/* For mpi_collectives.base.ending.launch_ends_if_start_up_fails: a rank whose start-up failed before MPI_Init. */
 MPIABI_EXPORT int mpic_abort_launch_before_init(int code) { return mpic_launcher_abort(code); }
 
 /* For mpi_collectives.base.mpi.set_local_devices, before the first collective. */
