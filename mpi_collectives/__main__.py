@@ -1,4 +1,4 @@
-"""Command line of mpi-collectives: python -m mpi_collectives (or mpi-collectives) with one of seven commands.
+"""Command line of mpi-collectives: python -m mpi_collectives (or mpi-collectives) with one of eight commands.
 
     python -m mpi_collectives libpath          # what to put in MPITRAMPOLINE_LIB
     python -m mpi_collectives info [--json]    # which MPI the native layer loads and why; the versions
@@ -7,6 +7,7 @@
     python -m mpi_collectives env [--markdown] # the environment variables: values in force, defaults
     python -m mpi_collectives bench [--smoke]  # our collectives beside gloo, mpi4py and C (scripts/bench.py)
     python -m mpi_collectives tune --ranks 16  # the MPI library's fastest settings here, for initialize()
+    python -m mpi_collectives layouts -- python train.py   # your program at 1, 2, 4, ... ranks a node, timed
     python -m mpi_collectives --version
 
 An error of the command line is one line on stderr beginning "mpi-collectives:",
@@ -23,7 +24,7 @@ import sys
 from . import __version__
 from .base._paths import libpath
 
-COMMANDS = ("libpath", "info", "doctor", "run", "env", "bench", "tune")
+COMMANDS = ("libpath", "info", "doctor", "run", "env", "bench", "tune", "layouts")
 
 
 def _prog() -> str:
@@ -68,16 +69,17 @@ def native_info() -> dict:
     return info
 
 
-def tunings_initialize_would_apply(rank: int, size: int) -> list:
-    """tuning.py's decisions for this rank, under the current settings, without applying them."""
+def tunings_initialize_would_apply(rank: int, placements: list) -> list:
+    """tuning.py's decisions for this rank, under the current settings, without applying them
+    (`placements`: layout.gather()'s)."""
     from .services import library_settings, tuning
-    from .base import mpi, settings
+    from .base import settings
 
     chosen = settings.read()
     kept = tuning.keep_freed_memory(chosen.keep_memory, apply=False)
     bind, source = library_settings.binding_for_this_process(chosen)
     lines = [kept, tuning.one_arena(kept, apply=False), library_settings.set_for_this_process(chosen, apply=False),
-             tuning.bind_cpus(rank, size, mpi.allgather, bind, apply=False, source=source)]
+             tuning.bind_cpus(rank, placements, bind, apply=False, source=source)]
     return [line for line in lines if line]
 
 
@@ -109,7 +111,13 @@ def cmd_info(args) -> int:
         from .base import mpi
         info["thread_level"] = mpi.thread_level_name(mpi.init())
         info["rank"], info["size"] = mpi.rank_size()
-        info["tunings"] = tunings_initialize_would_apply(info["rank"], info["size"])
+        from .services import layout
+        placements = layout.gather(info["size"], mpi.allgather)
+        info["layout"] = layout.describe(placements)
+        advice = layout.advice(placements)
+        if advice:
+            info["layout_advice"] = advice
+        info["tunings"] = tunings_initialize_would_apply(info["rank"], placements)
         info["job"] = job_wide_choices(info["rank"], info["size"], info["thread_level"])
         if info["rank"] != 0:
             return 0
@@ -119,7 +127,7 @@ def cmd_info(args) -> int:
         for key, value in info.items():
             if key == "missing_functions":
                 value = ", ".join(value) or "none"
-            if key == "tunings":
+            if key in ("tunings", "layout"):
                 value = "; ".join(value)
             print(f"{key:20s} {value}")
     if info["family"] == "none":
@@ -251,6 +259,8 @@ def parser() -> Parser:
                    add_help=False)
     sub.add_parser("tune", help="measure the MPI library's collective settings with your ranks per node and "
                                 "keep the fastest for initialize() (--help)", add_help=False)
+    sub.add_parser("layouts", help="time your program at several ranks per node (1, 2, 4, ...) with the same "
+                                   "total work, to choose the layout (--help)", add_help=False)
     return ap
 
 
@@ -261,6 +271,9 @@ def main(argv=None) -> int:
         if command == "bench":  # its own options: mpi_collectives.tools.bench.run
             from .tools.bench.run import main as bench
             return bench(argv[1:], prog=f"{_prog()} bench", parser_class=Parser)
+        if command == "layouts":  # its own options: mpi_collectives.tools.layouts
+            from .tools.layouts import main as layouts
+            return layouts(argv[1:], prog=f"{_prog()} layouts", parser_class=Parser)
         if command == "tune":  # its own options: mpi_collectives.tools.bench.tune
             from .tools.bench.tune import main as tune
             return tune(argv[1:], prog=f"{_prog()} tune", parser_class=Parser)

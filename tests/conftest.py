@@ -9,6 +9,10 @@ from mpi_collectives.tools import launching
 
 # For every launch of the suite, Open MPI's included.
 launching.allow_open_mpi_anywhere(os.environ)
+# Every multi-rank launch here shares one 2-core VM, where initialize()'s layout note (one line on
+# rank 0's stderr: docs/layout.md) would speak in every test; tests/package/test_layout.py turns it
+# on where it is what is tested.
+os.environ.setdefault("MPI_COLLECTIVES_LAYOUT_NOTE", "0")
 
 
 @pytest.fixture

@@ -121,6 +121,10 @@ TABLE = {
                            "buffers do not page-fault on every call; skipped when "
                            "MALLOC_*_ or GLIBC_TUNABLES malloc settings are set, or malloc is not glibc's. "
                            "0: glibc's defaults", SWITCH),
+    "layout_note": Setting("MPI_COLLECTIVES_LAYOUT_NOTE", 1, False,
+                           "1: where a node holds more ranks than it has sockets or NUMA domains, initialize() "
+                           "prints one line from rank 0 saying so, with the layout docs/layout.md advises and "
+                           "how to measure yours (`mpi-collectives layouts`); 0: never", SWITCH),
 }
 
 

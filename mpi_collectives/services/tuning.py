@@ -6,7 +6,9 @@ benchmark (README "Tunings") and each switched off by its setting:
   each takes its own slice of it, whole cores first. Unbound, XLA's thread
   pool of each rank spins on every core and steals cycles from the rank
   that is inside MPI (on 2 ranks x 2 cores, a 64 KiB psum took 151 us
-  unbound and 65 us bound). A launcher's or user's binding is never
+  unbound and 65 us bound). Slices follow the node's NUMA domains and
+  sockets where the rank count allows (slices()), so that one rank per
+  socket gets one socket's cores and memory. A launcher's or user's binding is never
   changed: any difference between the ranks' CPU sets leaves them as
   they are.
 - Keeping freed memory (MPI_COLLECTIVES_KEEP_MEMORY): glibc returns every
@@ -36,9 +38,8 @@ import ctypes
 import ctypes.util
 import functools
 import os
-import socket
 
-import numpy as np
+from ..base.topology import Topology
 
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_MAX, M_ARENA_MAX = -1, -2, -4, -8
 ONE_ARENA_UP_TO = 4  # CPUs of a rank: where one malloc arena was measured (1 and 2 CPUs), and more
@@ -50,8 +51,6 @@ TRIM_THRESHOLD = 1 << 30  # unused memory kept at the heap's top, at most
 # afresh on every call (2 ranks, 8 CPUs each: 53-58 ms against 23-25 ms with it; a 16-core
 # node's 16 ranks: 139 ms against the C loop's 87).
 TOP_PAD = 64 << 20
-MAX_CPUS = 4096           # CPU numbers a rank can report to the others
-HOST_BYTES = 256
 CALLERS_ONLY = 2          # MPI_COLLECTIVES_BIND_CPUS=2: only the threads that call MPI move
 _GLIBC_MALLOC_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_",
                            "MALLOC_TOP_PAD_", "MALLOC_ARENA_MAX")
@@ -165,53 +164,39 @@ def one_arena(kept: str, apply=True) -> str:
 
 # ---- CPU binding ----
 
-def _topology_key(cpu: int):
-    """Sorts CPUs so that hardware threads of one core, then cores of one package, are adjacent."""
-    def read(name):
-        try:
-            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/{name}") as f:
-                return int(f.read())
-        except (OSError, ValueError):
-            return -1
-    return (read("physical_package_id"), read("core_id"), cpu)
-
-
-def slices(cpus, local_size: int):
-    """`cpus` (one shared set) cut into local_size slices of whole cores, as even as the count
-    of cores allows (the first ranks take one core more when they do not divide); by single
-    CPUs when there are fewer cores than ranks, or the topology cannot be read."""
-    ordered = sorted(cpus, key=_topology_key)
-    cores = []
-    for cpu in ordered:
-        key = _topology_key(cpu)[:2]
-        if cores and -1 not in key and _topology_key(cores[-1][0])[:2] == key:
-            cores[-1].append(cpu)
-        else:
-            cores.append([cpu])
-    units = cores if len(cores) >= local_size else [[cpu] for cpu in ordered]
-    each, extra = divmod(len(units), local_size)
+def _even(units, parts: int) -> list:
+    """`units` (lists of CPUs) cut into `parts` runs of adjacent units, as even as their count
+    allows (the first runs take one more when they do not divide)."""
+    each, extra = divmod(len(units), parts)
     out, start = [], 0
-    for r in range(local_size):
+    for r in range(parts):
         take = each + (1 if r < extra else 0)
         out.append(sorted(cpu for unit in units[start:start + take] for cpu in unit))
         start += take
     return out
 
 
-def _record(host: str, cpus) -> np.ndarray:
-    out = np.zeros(HOST_BYTES + MAX_CPUS // 8, np.uint8)
-    name = host.encode()[:HOST_BYTES - 1]
-    out[:len(name)] = np.frombuffer(name, np.uint8)
-    bits = np.zeros(MAX_CPUS, np.uint8)
-    bits[[c for c in cpus if c < MAX_CPUS]] = 1
-    out[HOST_BYTES:] = np.packbits(bits)
-    return out
-
-
-def _parse(record: np.ndarray):
-    host = bytes(record[:HOST_BYTES]).split(b"\0", 1)[0].decode(errors="replace")
-    cpus = frozenset(np.flatnonzero(np.unpackbits(record[HOST_BYTES:])).tolist())
-    return host, cpus
+def slices(cpus, local_size: int, topology=None):
+    """`cpus` (one shared set) cut into local_size slices of whole cores, as even as the count
+    of cores allows; by single CPUs when there are fewer cores than ranks, or the topology cannot
+    be read. A slice never spans two NUMA domains (or, where the kernel names none, two sockets)
+    when the ranks are as many as the domains, or a multiple of them, or a divisor of them (then
+    each takes whole adjacent domains: one socket each, for 2 ranks on 2 sockets of 2 domains):
+    memory stays local to the rank that uses it. Other counts cut the node evenly, across a
+    domain's edge where they must. `topology`: base.topology.Topology (default: this node's)."""
+    topology = topology if topology is not None else Topology.read()
+    domains = topology.domains(cpus)
+    cores = [core for domain in domains for core in domain]
+    if len(cores) < local_size:  # fewer cores than ranks: by single CPUs, in the same order
+        return _even([[cpu] for core in cores for cpu in core], local_size)
+    count = len(domains)
+    if count > 1 and local_size % count == 0 and all(len(d) >= local_size // count for d in domains):
+        return [s for domain in domains for s in _even(domain, local_size // count)]
+    if count > 1 and count % local_size == 0:
+        per = count // local_size
+        return [sorted(cpu for domain in domains[i * per:(i + 1) * per] for core in domain for cpu in core)
+                for i in range(local_size)]
+    return _even(cores, local_size)
 
 
 def binding_for(rank: int, records) -> tuple:
@@ -227,15 +212,14 @@ def binding_for(rank: int, records) -> tuple:
     return set(slices(mine, len(local))[local.index(rank)]), f"{len(local)} ranks on this node"
 
 
-def bind_cpus(rank: int, size: int, allgather, enabled=True, apply=True, bind_callers=None, source="") -> str:
+def bind_cpus(rank: int, placements, enabled=True, apply=True, bind_callers=None, source="") -> str:
     """Bind this thread (and the threads it starts later: JAX's) to its slice of the node's CPUs,
-    decided from every rank's host and CPU set. With enabled == CALLERS_ONLY, bind_callers(slice)
-    instead: the wrapper moves only the threads that call MPI. Collective over the job whatever
-    `enabled` is: a rank whose setting differs must still take part in the exchange, or the
-    others' allgather would meet the next collective of its start-up. `source`: where `enabled`
-    came from, when not from you. What was done, in words."""
+    decided from every rank's host and CPU set (`placements`: layout.gather()'s, an exchange every
+    rank makes whatever its setting). With enabled == CALLERS_ONLY, bind_callers(slice) instead:
+    the wrapper moves only the threads that call MPI. `source`: where `enabled` came from, when
+    not from you. What was done, in words."""
     cpus = os.sched_getaffinity(0)
-    records = [_parse(r) for r in allgather(_record(socket.gethostname(), cpus), size)]
+    records = [(p.host, p.cpus) for p in placements]
     if not enabled:
         return f"bind-cpus: off ({source or 'MPI_COLLECTIVES_BIND_CPUS=0'})"
     callers_only = enabled == CALLERS_ONLY

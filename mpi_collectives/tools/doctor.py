@@ -4,7 +4,9 @@ Besides the set-up (native layer, MPI library, jaxlib's interface, thread
 level, launcher), it checks that the MPI library gives right answers for
 every reduction and dtype XLA sends to it: an MPI can be wrong (Debian 12's
 MPICH 4.0.2 gives wrong MPI_MAX/MPI_MIN on MPI_UINT8_T with 3 ranks).
-On several ranks it then runs one JAX psum across them, set up by
+It reports where the ranks sit (per node: ranks, CPUs each, sockets and
+NUMA domains) and, where a node holds more ranks than sockets or NUMA
+domains, the layout docs/layout.md advises. On several ranks it then runs one JAX psum across them, set up by
 mpi_collectives.initialize() as a user's program is, and checks it exactly;
 on one rank it says how to launch it on several instead.
 """
@@ -18,6 +20,7 @@ import numpy as np
 from ..base import mpi
 from ..base._paths import libpath
 from ..base.settings import THREAD_LEVELS
+from ..services import layout
 
 # The dtypes XLA's MPI collectives use, and the reductions it asks for.
 XLA_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
@@ -81,6 +84,8 @@ def _jaxlib_interface_missing():
     return sorted(n for n in wanted if not hasattr(lib, n))
 
 
+NOTE = "note"  # say()'s third answer: not a problem, advice (the layout's)
+
 # How to launch the doctor on several ranks, for the line it prints on one.
 LAUNCH_HINT = ("checked on 1 rank only: launch it on several to check JAX's collectives across them, "
                "e.g. `mpiexec -n 2 python -m mpi_collectives doctor` or "
@@ -100,7 +105,7 @@ def jax_psum(rank: int, size: int):
     from ..integration.jax_compat import process_local_array, shard_map
     from ..integration.jax_setup import initialize
 
-    initialize()
+    initialize(layout_note=0)  # the doctor has said the layout already
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
@@ -141,7 +146,7 @@ def doctor() -> int:
     lines = []
 
     def say(ok, what, fix=None):
-        lines.append(f"  [{'ok' if ok else 'PROBLEM'}] {what}")
+        lines.append(f"  [{'note' if ok == NOTE else 'ok' if ok else 'PROBLEM'}] {what}")
         if not ok:
             problems.append(f"{what}. Fix: {fix}")
 
@@ -163,6 +168,12 @@ def doctor() -> int:
         "XLA calls MPI from several threads; unset MPI_COLLECTIVES_THREAD_LEVEL, or use an MPI built "
         "with MPI_THREAD_MULTIPLE support")
     say(True, f"ranks: {size}")
+    placements = layout.gather(size, mpi.allgather)  # as the launcher started them: before initialize() binds
+    for line in layout.describe(placements):
+        say(True, f"layout: {line}")
+    advice = layout.advice(placements)
+    if advice:
+        say(NOTE, advice)
     results = reduction_self_check(rank, size)
     wrong = [f"{d} {o}" for d, o, ok in results if not ok]
     fix = (f"{mpi.library()} gives wrong answers for reductions XLA uses; use another MPI "

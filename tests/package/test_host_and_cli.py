@@ -256,7 +256,7 @@ def test_env_markdown_is_the_documentation_table():
     (["info", "--bogus"], "mpi-collectives: unrecognized arguments: --bogus (see `python -m mpi_collectives --help`)"),
     # (how argparse quotes the choices changes between Pythons)
     (["bogus"], re.compile(r"mpi-collectives: argument COMMAND: invalid choice: 'bogus' \(choose from '?libpath'?, "
-                           r"'?info'?, '?doctor'?, '?run'?, '?env'?, '?bench'?, '?tune'?\) \(see `python -m mpi_collectives "
+                           r"'?info'?, '?doctor'?, '?run'?, '?env'?, '?bench'?, '?tune'?, '?layouts'?\) \(see `python -m mpi_collectives "
                            r"--help`\)")),
     ([], "mpi-collectives: the following arguments are required: COMMAND (see `python -m mpi_collectives --help`)"),
     (["bench", "--ranks", "two"], "mpi-collectives: argument --ranks: 'two' is not a count of ranks or a list like "

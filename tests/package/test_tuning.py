@@ -17,9 +17,17 @@ def records(*ranks):
     return [(host, frozenset(cpus)) for host, cpus in ranks]
 
 
+def one_socket(cpus: int, cores: int = None):
+    """A one-socket, one-domain node: CPU c on core c % cores (Linux numbers second hardware
+    threads after every first one)."""
+    from mpi_collectives.base.topology import Topology
+    cores = cores or cpus
+    return Topology.described({c: (0, c % cores, 0) for c in range(cpus)})
+
+
 def test_ranks_that_share_one_cpu_set_get_disjoint_slices(monkeypatch):
     from mpi_collectives.services import tuning
-    monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (0, cpu, cpu))  # one thread per core
+    monkeypatch.setattr(tuning.Topology, "read", classmethod(lambda cls, root="/sys": one_socket(8)))
     every = records(("a", range(8)), ("a", range(8)), ("b", range(4)), ("a", range(8)))
     chosen = [tuning.binding_for(r, every) for r in range(4)]
     assert chosen[2] == (None, "one rank on this node")
@@ -41,21 +49,93 @@ def test_more_ranks_than_cpus_are_not_bound():
     assert chosen is None and why == "3 ranks share 2 CPUs"
 
 
-def test_slices_keep_hardware_threads_of_a_core_together(monkeypatch):
+def test_slices_keep_hardware_threads_of_a_core_together():
     from mpi_collectives.services import tuning
     # CPUs 0-3 are cores 0-3, CPUs 4-7 their second hardware threads (Linux's usual numbering).
-    monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (0, cpu % 4, cpu))
-    assert tuning.slices(range(8), 4) == [[0, 4], [1, 5], [2, 6], [3, 7]]
-    assert tuning.slices(range(8), 3) == [[0, 1, 4, 5], [2, 6], [3, 7]]  # 4 cores: 2, 1, 1
+    node = one_socket(8, cores=4)
+    assert tuning.slices(range(8), 4, node) == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    assert tuning.slices(range(8), 3, node) == [[0, 1, 4, 5], [2, 6], [3, 7]]  # 4 cores: 2, 1, 1
 
 
-def test_fewer_cores_than_ranks_are_cut_by_hardware_thread(monkeypatch):
+def test_fewer_cores_than_ranks_are_cut_by_hardware_thread():
+    from mpi_collectives.base.topology import Topology
     from mpi_collectives.services import tuning
-    monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (0, cpu % 4, cpu))
     # 4 cores, 8 hardware threads, 6 ranks: by single CPUs, the first two ranks taking two
-    assert tuning.slices(range(8), 6) == [[0, 4], [1, 5], [2], [6], [3], [7]]
-    monkeypatch.setattr(tuning, "_topology_key", lambda cpu: (-1, -1, cpu))  # no topology: CPU by CPU
-    assert tuning.slices(range(5), 2) == [[0, 1, 2], [3, 4]]
+    assert tuning.slices(range(8), 6, one_socket(8, cores=4)) == [[0, 4], [1, 5], [2], [6], [3], [7]]
+    unknown = Topology.described({c: (-1, -1, -1) for c in range(5)})  # no topology: CPU by CPU
+    assert tuning.slices(range(5), 2, unknown) == [[0, 1, 2], [3, 4]]
+
+
+def two_sockets(root, numa_per_socket=1):
+    """A folder laid out as /sys for a two-socket node of 16 cores, 2 hardware threads each (32
+    CPUs): CPUs 0-7 are socket 0's cores, 8-15 socket 1's, 16-31 their second threads, Linux's
+    numbering on two-socket Xeons; each socket one NUMA domain, or two (sub-NUMA clustering)."""
+    cpu_dir = root / "devices" / "system" / "cpu"
+    nodes = {}
+    for cpu in range(32):
+        core = cpu % 16
+        package, core_id = core // 8, core % 8
+        topo = cpu_dir / f"cpu{cpu}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "physical_package_id").write_text(f"{package}\n")
+        (topo / "core_id").write_text(f"{core_id}\n")
+        nodes.setdefault(package * numa_per_socket + core_id * numa_per_socket // 8, []).append(cpu)
+    for node, cpus in nodes.items():
+        folder = root / "devices" / "system" / "node" / f"node{node}"
+        folder.mkdir(parents=True)
+        runs = []
+        for c in cpus:
+            if runs and runs[-1][1] == c - 1:
+                runs[-1][1] = c
+            else:
+                runs.append([c, c])
+        (folder / "cpulist").write_text(",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs) + "\n")
+    return root
+
+
+def test_the_topology_is_read_as_sysfs_describes_it(tmp_path):
+    from mpi_collectives.base.topology import Topology
+    node = Topology.read(str(two_sockets(tmp_path)))
+    assert node.summary() == {"cpus": 32, "cores": 16, "sockets": 2, "numa": 2}
+    assert node.place(9) == node.place(25) and node.place(9).package == 1 and node.place(9).node == 1
+    assert [sorted(c for core in d for c in core) for d in node.domains(range(32))] == [
+        sorted(list(range(0, 8)) + list(range(16, 24))), sorted(list(range(8, 16)) + list(range(24, 32)))]
+    assert Topology.read(str(tmp_path / "nothing")).summary() == {"cpus": 0, "cores": 0, "sockets": 0, "numa": 0}
+
+
+@pytest.mark.parametrize("numa_per_socket", [1, 2])
+def test_one_rank_per_socket_or_numa_domain_gets_exactly_one(tmp_path, numa_per_socket):
+    """Issue 52: with as many ranks on a node as it has sockets or NUMA domains, each rank's slice
+    is one domain, never a split across two; fewer ranks take whole domains, more split each one."""
+    from mpi_collectives.base.topology import Topology
+    from mpi_collectives.services import tuning
+    node = Topology.read(str(two_sockets(tmp_path, numa_per_socket)))
+    socket = lambda s: set(range(8 * s, 8 * s + 8)) | set(range(16 + 8 * s, 24 + 8 * s))  # noqa: E731
+    domain = lambda d: {c for c in range(32) if node.place(c).node == d}  # noqa: E731
+    assert [set(s) for s in tuning.slices(range(32), 2, node)] == [socket(0), socket(1)]
+    domains = 2 * numa_per_socket
+    slices = [set(s) for s in tuning.slices(range(32), domains, node)]
+    assert slices == [domain(d) for d in range(domains)], slices
+    # 8 ranks: each within one domain, whole cores (a CPU with its sibling thread)
+    for s in tuning.slices(range(32), 8, node):
+        assert len({node.place(c).node for c in s}) == 1 and all((c + 16) % 32 in s for c in s), s
+    # The same cut through binding_for, from the ranks' shared CPU set
+    every = records(*[("a", range(32))] * domains)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(tuning.Topology, "read", classmethod(lambda cls, root="/sys": node))
+        assert [tuning.binding_for(r, every)[0] for r in range(domains)] == [domain(d) for d in range(domains)]
+
+
+def test_a_cpu_set_that_spans_sockets_unevenly_still_gives_each_rank_one(tmp_path):
+    """A launcher's set of 12 CPUs of socket 0 and 4 of socket 1, 2 ranks: one socket's part
+    each, uneven, never a slice across both (memory stays local)."""
+    from mpi_collectives.base.topology import Topology
+    from mpi_collectives.services import tuning
+    node = Topology.read(str(two_sockets(tmp_path)))
+    cpus = list(range(0, 6)) + list(range(16, 22)) + [8, 9, 24, 25]
+    assert [set(s) for s in tuning.slices(cpus, 2, node)] == [set(range(0, 6)) | set(range(16, 22)), {8, 9, 24, 25}]
+    # 3 ranks on 2 sockets cannot avoid a split: the node is cut evenly by cores (8 cores: 3, 3, 2)
+    assert [len(s) for s in tuning.slices(cpus, 3, node)] == [6, 6, 4]
 
 
 @pytest.mark.parametrize("variable, value", [("MALLOC_ARENA_MAX", "2"), ("MALLOC_MMAP_THRESHOLD_", "65536"),

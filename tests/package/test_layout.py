@@ -1,0 +1,152 @@
+"""Ranks per node (issue 52): the layout report of doctor and info --init, initialize()'s note
+where a node holds more ranks than sockets or NUMA domains, and `mpi-collectives layouts`, which
+times a program at several layouts."""
+import json
+import os
+import re
+import sys
+
+import pytest
+
+from helpers import ONCE, ROOT, explain, mpirun, run
+
+PY = sys.executable
+EXAMPLE = os.path.join(ROOT, "examples", "train_data_parallel.py")
+once = pytest.mark.skipif(not ONCE, reason="Python over MPI's allgather of bytes, the same on every family: "
+                                           "the mpich configuration runs it (CI time)")
+
+
+def placement(host, cpus, cpus_on_node=32, cores=16, sockets=2, numa=2):
+    from mpi_collectives.services.layout import Placement
+    return Placement(host, frozenset(cpus), {"cpus": cpus_on_node, "cores": cores, "sockets": sockets, "numa": numa})
+
+
+def test_a_placement_crosses_the_exchange_whole():
+    from mpi_collectives.services import layout
+    mine = placement("node-a.cluster", [0, 5, 4095], 4096, 2048, 8, 16)
+    assert layout._parse(layout._record(mine.host, mine.cpus, mine.node)) == mine
+
+
+def test_one_rank_per_socket_is_the_advised_layout_and_says_nothing():
+    from mpi_collectives.services import layout
+    every = [placement(f"n{i // 2}", range(16 * (i % 2), 16 * (i % 2) + 16)) for i in range(4)]
+    assert layout.advice(every) == ""
+    assert layout.describe(every) == ["2 nodes (n0, n1): 2 ranks, 16 CPUs each; node of 32 CPUs, 16 cores, "
+                                      "2 sockets, 2 NUMA domains"]
+
+
+def test_a_crowded_node_gets_one_sentence_naming_the_advised_layout():
+    from mpi_collectives.services import layout
+    every = [placement("n0", range(32)) for _ in range(8)] + [placement("n1", range(32)) for _ in range(8)]
+    line = layout.advice(every)
+    assert line.startswith("8 ranks share node n0 (16 cores, 2 sockets, 2 NUMA domains), as on 1 other node: "), line
+    assert "one rank per socket (2 on n0) with all its cores" in line and "`mpi-collectives layouts`" in line, line
+    assert "\n" not in line
+    one_socket = [placement("w", range(4), 4, 4, 1, 1) for _ in range(2)]
+    assert "as one rank per node with all its cores" in layout.advice(one_socket)
+    assert layout.describe(one_socket) == ["w: 2 ranks, 4 CPUs each (the same set for all: the launcher bound none); "
+                                           "node of 4 CPUs, 4 cores, 1 socket, 1 NUMA domain"]
+
+
+def test_a_job_of_many_nodes_reads_in_one_line():
+    from mpi_collectives.services import layout
+    every = [placement(f"c{i:03d}", range(32)) for i in range(64)]
+    assert layout.advice(every) == ""
+    (line,) = layout.describe(every)
+    assert line.startswith("64 nodes (c000, c001, c002, c003, c004, c005, c006, c007 and 56 more): 1 rank, 32 CPUs;")
+
+
+@once
+@pytest.mark.jax
+def test_initialize_notes_a_crowded_node_once_and_can_be_silenced():
+    program = [PY, "-c", "import mpi_collectives; mpi_collectives.initialize(); print('PASS')"]
+    crowded = mpirun(2, program, env={"MPI_COLLECTIVES_LAYOUT_NOTE": "1"})
+    assert crowded.returncode == 0 and crowded.stdout.count("PASS") == 2, explain(crowded)
+    notes = [line for line in crowded.stderr.splitlines() if line.startswith("mpi-collectives: note: ")]
+    assert len(notes) == 1, explain(crowded)  # once a job, from rank 0
+    assert re.match(r"mpi-collectives: note: 2 ranks share node \S+ \(\d+ (cores|CPUs)\): a dense JAX program often "
+                    r"runs several times faster as one rank per node with all its cores ", notes[0]), notes[0]
+    assert notes[0].endswith("MPI_COLLECTIVES_LAYOUT_NOTE=0 silences this line."), notes[0]
+    silenced = mpirun(2, program, env={"MPI_COLLECTIVES_LAYOUT_NOTE": "0"})
+    assert silenced.returncode == 0 and "note:" not in silenced.stderr, explain(silenced)
+    alone = mpirun(1, program, env={"MPI_COLLECTIVES_LAYOUT_NOTE": "1"})
+    assert alone.returncode == 0 and "note:" not in alone.stderr, explain(alone)
+    keyword = mpirun(2, [PY, "-c", "import mpi_collectives; mpi_collectives.initialize(layout_note=0)"],
+                     env={"MPI_COLLECTIVES_LAYOUT_NOTE": "1"})
+    assert keyword.returncode == 0 and "note:" not in keyword.stderr, explain(keyword)
+    bad = mpirun(2, program, env={"MPI_COLLECTIVES_LAYOUT_NOTE": "yes"})
+    assert bad.returncode != 0 and "MPI_COLLECTIVES_LAYOUT_NOTE=yes is not 0 or 1" in bad.stderr, explain(bad)
+
+
+@once
+def test_info_init_and_doctor_report_the_layout():
+    info = mpirun(2, [PY, "-m", "mpi_collectives", "info", "--init", "--json"])
+    assert info.returncode == 0, explain(info)
+    data = json.loads(info.stdout)
+    cpus = len(os.sched_getaffinity(0))
+    assert re.fullmatch(rf"\S+: 2 ranks, {cpus} CPUs each \(the same set for all: the launcher bound none\); "
+                        rf"node of {cpus} CPUs, \d+ cores, 1 socket, 1 NUMA domain", data["layout"][0]), data["layout"]
+    assert data["layout_advice"].startswith("2 ranks share node "), data
+    doctor = mpirun(2, [PY, "-m", "mpi_collectives", "doctor"], env={"MPI_COLLECTIVES_LAYOUT_NOTE": "1"})
+    assert doctor.returncode == 0, explain(doctor)
+    assert re.search(r"^  \[ok\] layout: \S+: 2 ranks, ", doctor.stdout, re.M), explain(doctor)
+    assert re.search(r"^  \[note\] 2 ranks share node ", doctor.stdout, re.M), explain(doctor)
+    assert "note:" not in doctor.stderr, explain(doctor)  # said once, in the report: not again by initialize()
+
+
+def layouts(*args, timeout=600):
+    return run([PY, "-m", "mpi_collectives", "layouts", *args], env={"JAX_PLATFORMS": "cpu"}, timeout=timeout)
+
+
+@once
+@pytest.mark.jax
+def test_layouts_times_a_program_at_each_layout(tmp_path):
+    out = tmp_path / "layouts.json"
+    proc = layouts("--per-node", "1,2", "--time", r"median step ([0-9.]+) ms", "--out", str(out), "--",
+                   PY, EXAMPLE, "--global-batch", "64", "--steps", "12", "--tag", "{ranks}/{per_node}/{cpus}")
+    # --tag is not the example's: the example says so and exits 2, so every layout fails, named
+    assert proc.returncode == 1 and proc.stdout.count("FAILED (exit 2: ") == 2, explain(proc)
+    proc = layouts("--per-node", "1,2", "--time", r"median step ([0-9.]+) ms", "--out", str(out), "--",
+                   PY, EXAMPLE, "--global-batch", "64", "--steps", "12")
+    assert proc.returncode == 0, explain(proc)
+    rows = re.findall(r"^ +(\d) +(\d) +(\d+) +([\d.]+) +([\d.]+) +([\d.]+)$", proc.stdout, re.M)
+    cpus = len(os.sched_getaffinity(0))
+    assert [r[:3] for r in rows] == [("1", "1", str(cpus)), ("2", "2", str(cpus // 2))], explain(proc)
+    assert min(float(r[5]) for r in rows) == 1.0, rows
+    assert re.search(r"^fastest: [12] ranks? per node, \d+ CPUs each \(by the printed time\)$", proc.stdout, re.M)
+    data = json.loads(out.read_text())
+    assert [r["ranks"] for r in data["rows"]] == [1, 2] and all(len(r["time"]) == 1 for r in data["rows"]), data
+    assert data["rows"][1]["command"][-5:] == [EXAMPLE, "--global-batch", "64", "--steps", "12"]
+
+
+def test_layouts_fills_in_the_layout_for_programs_that_ask():
+    from mpi_collectives.tools import layouts as tool
+    line = tool.launch_line(["srun"], "srun", 2, 4, 8, ["python", "t.py", "--ranks={ranks}", "{per_node}x{cpus}"])
+    assert line == ["srun", "--nodes=2", "--ntasks=8", "--ntasks-per-node=4", "--cpus-per-task=8",
+                    "python", "t.py", "--ranks=8", "4x8"]
+    assert tool.launch_line(["mpirun"], "openmpi", 1, 2, 8, ["p"]) == [
+        "mpirun", "-n", "2", "--map-by", "ppr:2:node", "--bind-to", "none", "p"]
+    assert tool.launch_line(["mpiexec"], "hydra", 1, 2, 8, ["p"]) == ["mpiexec", "-n", "2", "-ppn", "2", "p"]
+    assert tool.default_counts(16, 1) == [1, 2, 4, 8, 16] and tool.default_counts(48, 2) == [1, 2, 4, 8, 16, 32]
+    assert tool.default_counts(24, 3) == [1, 2, 3, 4, 8, 16]
+
+
+@pytest.mark.parametrize("args, code, said", [
+    ([], 2, "no program: give it after --"),
+    (["--per-node", "0", "--", "true"], 2, "every count must be at least 1"),
+    (["--per-node", "two", "--", "true"], 2, "is not a list of ranks per node like 1,2,4"),
+    (["--time", "(", "--", "true"], 2, "argument --time: not a regular expression"),
+    (["--launcher", "no-such-launcher", "--", "true"], 2, "the launcher no-such-launcher was not found"),
+    (["--per-node", "1,100000", "--", "true"], 1, "100000 ranks per node is more than the node's"),
+])
+def test_layouts_refuses_bad_input_in_one_line(args, code, said):
+    proc = layouts(*args, timeout=60)
+    assert proc.returncode == code and said in proc.stderr, explain(proc)
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stdout == "", explain(proc)
+
+
+@once
+def test_layouts_names_a_time_it_cannot_find():
+    proc = layouts("--per-node", "1", "--time", r"no such line (\d+)", "--", PY, "-c", "print('hello')")
+    assert proc.returncode == 1, explain(proc)
+    assert "FAILED (--time 'no such line (\\\\d+)' matched nothing in its output)" in proc.stdout, explain(proc)
