@@ -78,6 +78,13 @@ def test_bench_smoke(tmp_path):
                 "step minus compute minus psum"):
         assert re.search(rf"^{re.escape(row)} +-?\d+\.\d", proc.stdout, re.M), explain(proc)  # (the last can be < 0)
     assert re.search(r"^ +65536 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$", proc.stdout, re.M), explain(proc)
+    # The same step as one rank with every CPU, on the 2 ranks' global batch (docs/layout.md)
+    one = data["user_loops"]["one-rank"]
+    assert one["rows"] == 2 * 32 and one["cpus"] == len(os.sched_getaffinity(0)) and len(one["step"]) >= 3, one
+    for row in ("step (weights [in, out])", "step (weights [out, in])"):
+        assert re.search(rf"^{re.escape(row)} +\d+\.\d +\d+\.\d +\d+\.\d\d$", proc.stdout, re.M), explain(proc)
+    assert re.search(r"^splitting the node into 2 ranks (pays for this step|costs this step \d+\.\d\dx) ",
+                     proc.stdout, re.M), explain(proc)
     assert any(t["target"].startswith("the psum loop as a training step writes it") for t in data["targets"])
     assert png.stat().st_size > 10000
 

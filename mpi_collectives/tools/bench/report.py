@@ -88,7 +88,28 @@ def user_table(data) -> str:
             lines.append(f"{'C floor of that psum':44s} {fl:9.1f}  ({how})")
         outside = _ms(step["step"]) - _ms(step["local"]) - _ms(step["gradients"])
         lines.append(f"{'step minus compute minus psum':44s} {outside:9.1f}")
+        lines += one_rank_lines(data)
     return "\n".join(lines)
+
+
+def one_rank_lines(data) -> list:
+    """The step as one rank with all of the node's CPUs on the same global batch, against the
+    step at this run's ranks: whether splitting the node pays for it (docs/layout.md)."""
+    loops = data.get("user_loops", {})
+    one, step = loops.get("one-rank"), loops.get("jax-mpi", {}).get("train-step")
+    if not one or not step:
+        return []
+    split = f"{data['ranks']} ranks"
+    lines = [f"\nthe same step as 1 rank with {one['cpus']} CPUs, the same global batch ({one['rows']} rows), "
+             "median ms per step",
+             f"{'':44s} {'1 rank':>9} {split:>9} {'split/one':>9}"]
+    for key, label in (("step", "step (weights [in, out])"), ("step-out-in", "step (weights [out, in])")):
+        a, b = _ms(one[key]), _ms(step[key])
+        lines.append(f"{label:44s} {a:9.1f} {b:9.1f} {b / a:9.2f}")
+    ratio = _ms(step["step"]) / _ms(one["step"])
+    lines.append(f"splitting the node into {split} " + ("pays for this step" if ratio < 1 else
+                                                          f"costs this step {ratio:.2f}x") + " (docs/layout.md)")
+    return lines
 
 
 def user_targets(data) -> list:

@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from .. import launching
+from . import user_loops
 from .report import plot, table, targets, user_table
 
 FULL_SIZES = [8] + [4 ** k for k in range(2, 15)]  # 8 B, then 16 B ... 256 MiB in powers of 4
@@ -230,6 +231,15 @@ def run_one(args, out_path, plot_path) -> None:
                 data["host_helpers"] = got["host_helpers"]
             if "user_loops" in got:
                 data.setdefault("user_loops", {})[path] = got["user_loops"]
+        if args.ranks > 1 and len(set(hosts)) == 1 and "user_loops" in data:
+            # The same step's global batch as one rank with every CPU of the node (docs/layout.md).
+            out = os.path.join(tmp, "one-rank.json")
+            env = {"MPI_COLLECTIVES_BENCH_ROWS": str(user_loops.BATCH * args.ranks)}
+            if args.smoke:
+                env["MPI_COLLECTIVES_BENCH_SMOKE"] = "1"
+            launch(args, 1, ["mpi_collectives.tools.bench.worker", "jax-step-one-rank", out, "8", str(scale)],
+                   args.timeout, env)
+            data["user_loops"]["one-rank"] = json.load(open(out))["one-rank"]
     data["startup_s"] = startup_seconds(args, 1 if args.smoke else 5)
     data["import_jax_s"] = {"with_wrapper": import_jax_seconds(True, 2 if args.smoke else 5),
                             "without": import_jax_seconds(False, 2 if args.smoke else 5)}

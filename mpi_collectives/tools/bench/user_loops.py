@@ -75,11 +75,13 @@ def _mlp(jnp, out_in: bool):
 PARTS = ("step", "step-out-in", "local", "gradients")
 
 
-def train_step(jax, mesh, rank, smoke: bool, steps: int, parts=PARTS) -> dict:
+def train_step(jax, mesh, rank, smoke: bool, steps: int, parts=PARTS, rows: int = None) -> dict:
     """{"step", "step-out-in", "local", "gradients": [seconds per step]}, "params": count}, those
     of `parts`; the
     step's parameters after it are checked against the same step computed on one device from
-    the global batch (they agree to float32 rounding: the sum's order differs)."""
+    the global batch (they agree to float32 rounding: the sum's order differs). `rows`: the
+    global batch (default BATCH a rank); one rank given a multi-rank run's global batch runs
+    the same step's whole work alone (the bench's one-rank row)."""
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec as P
 
@@ -89,8 +91,9 @@ def train_step(jax, mesh, rank, smoke: bool, steps: int, parts=PARTS) -> dict:
     width = SMOKE_WIDTH if smoke else WIDTH
     rng = np.random.default_rng(0)
     weights = [(rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32) for _ in range(LAYERS)]
-    xs = rng.standard_normal((BATCH * size, width)).astype(np.float32)
-    ys = rng.standard_normal((BATCH * size, width)).astype(np.float32)
+    rows = BATCH * size if rows is None else rows
+    xs = rng.standard_normal((rows, width)).astype(np.float32)
+    ys = rng.standard_normal((rows, width)).astype(np.float32)
     replicated, batch = NamedSharding(mesh, P()), NamedSharding(mesh, P("x"))
 
     def global_array(a, sharding):
@@ -131,8 +134,8 @@ def train_step(jax, mesh, rank, smoke: bool, steps: int, parts=PARTS) -> dict:
         local_step = make_step(False)
         device = jax.local_devices()[0]
         local = {"p": [jax.device_put(w, device) for w in weights]}
-        lx = jax.device_put(xs[rank * BATCH:(rank + 1) * BATCH], device)
-        ly = jax.device_put(ys[rank * BATCH:(rank + 1) * BATCH], device)
+        mine = slice(rank * (rows // size), (rank + 1) * (rows // size))
+        lx, ly = jax.device_put(xs[mine], device), jax.device_put(ys[mine], device)
 
         def run_local():
             local["p"] = local_step(local["p"], lx, ly)

@@ -6,7 +6,9 @@ PATH is jax-mpi, jax-gloo, jax-call (the same jitted programs with the
 collective replaced by a local op of the same output shape), mpi4py, c
 (the C loop through the wrapper and directly, and the memory floor), or, for
 `tune`, c-wrapper (the C loop through the wrapper only) and jax-step (the
-training step alone, through initialize()). Every result is checked
+training step alone, through initialize()), and jax-step-one-rank (the
+step as one rank with the node's every CPU, on a multi-rank run's global
+batch: whether splitting the node pays). Every result is checked
 against NumPy once per size; rank 0 writes {op: {bytes: [seconds...]}}.
 OPS (comma-separated, default all) limits the collectives (`tune` uses it).
 The C and mpi4py paths start MPI with the same library settings as
@@ -115,6 +117,24 @@ def run_step(scale, out):
     smoke = os.environ.get("MPI_COLLECTIVES_BENCH_SMOKE") == "1"
     steps = user_loops.train_step(jax, mesh, rank, smoke, max(3, int(20 * scale)), parts=("step", "step-out-in"))
     write(rank, out, {"train-step": {k: steps[k] for k in ("step", "step-out-in")}})
+
+
+def run_step_one_rank(scale, out):
+    """The training step as one rank with every CPU of the node, given the multi-rank run's global
+    batch (MPI_COLLECTIVES_BENCH_ROWS): whether splitting the node pays for this step
+    (docs/layout.md)."""
+    from . import user_loops
+
+    jax, rank, _ = start_jax("mpi")
+    from jax.sharding import Mesh
+
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    smoke = os.environ.get("MPI_COLLECTIVES_BENCH_SMOKE") == "1"
+    rows = int(os.environ["MPI_COLLECTIVES_BENCH_ROWS"])
+    steps = user_loops.train_step(jax, mesh, rank, smoke, max(3 if smoke else 10, int(20 * scale)),
+                                  parts=("step", "step-out-in"), rows=rows)
+    write(rank, out, {"one-rank": {"step": steps["step"], "step-out-in": steps["step-out-in"], "rows": rows,
+                                   "cpus": len(os.sched_getaffinity(0))}})
 
 
 def host_helpers(rank):
@@ -353,6 +373,8 @@ def main():
         raise SystemExit(f"unknown collectives {sorted(set(ops) - set(OPS))} (known: {', '.join(OPS)})")
     if path == "jax-step":
         run_step(scale, out)
+    elif path == "jax-step-one-rank":
+        run_step_one_rank(scale, out)
     elif path.startswith("jax-"):
         run_jax(path, sizes, scale, out, ops)
     elif path == "mpi4py":
