@@ -3,7 +3,8 @@ one node or many: psum, pmax, all_gather and ppermute over 1 MiB per rank,
 each result checked exactly.
 
     mpiexec -n 4 python examples/hello_collectives.py          # one node
-    srun -N 2 -n 8 --mpi=pmi2 python examples/hello_collectives.py   # a Slurm job
+    srun -N 2 --ntasks-per-node=1 --cpus-per-task=32 --mpi=pmi2 python examples/hello_collectives.py   # a Slurm job:
+                                    # one rank a node with all its cores (docs/layout.md)
 
 (scripts/run_example.sh runs it over the bundled MPICH wheel.)
 mpi_collectives.initialize() takes rank and size from MPI and has the ranks
