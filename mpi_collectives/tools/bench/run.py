@@ -28,7 +28,8 @@ SMOKE_SIZES = [8, 65536]
 
 def launch(args, ranks, argv, timeout, extra_env=None):
     # gloo's coordinator: on rank 0's node, which is this one (launchers put rank 0 on their own node).
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
+    # The layout note (docs/layout.md) is for a user's job; the bench chose its ranks.
+    env = dict(os.environ, JAX_PLATFORMS="cpu", MPI_COLLECTIVES_LAYOUT_NOTE="0",
                MPI_COLLECTIVES_BENCH_COORDINATOR=f"{args.coordinator_host}:{launching.free_port()}")
     env.update(extra_env or {})
     for var in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION"):  # each path sets up its own
