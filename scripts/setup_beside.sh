@@ -7,7 +7,7 @@
 # empty folder, or mpi4jax's build looks for CUDA and builds its GPU part. jax and jaxlib are held
 # at the venv's versions, so that neither install moves them.
 set -euo pipefail
-venv=$1
+venv=$(cd "$1" && pwd)  # absolute: the builds run in folders of their own
 jax=$("$venv/bin/python" -c "import jax; print(jax.__version__)")
 jaxlib=$("$venv/bin/python" -c "import jaxlib; print(jaxlib.__version__)")
 empty=$(mktemp -d)
