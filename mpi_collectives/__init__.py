@@ -55,6 +55,25 @@ from .integration.jax_setup import Info, InitializeError, initialize  # noqa: E4
 from .services.host import (  # noqa: E402
     allreduce, assert_equal, barrier, broadcast_one_to_all, process_allgather, sync_global_devices)
 
+def _one_line_for_set_up_errors() -> None:
+    """An InitializeError nobody caught is its sentence alone on stderr (exit status 1), not a
+    traceback around it on every rank: the sentence names the cause and the fix, the traceback only
+    where in the package it was found. A program that catches InitializeError still can; any other
+    exception goes to the hook there was before."""
+    previous = sys.excepthook
+
+    def hook(kind, value, traceback):
+        if isinstance(value, InitializeError):
+            text = " ".join(str(value).split()) or kind.__name__
+            print(text if text.startswith("mpi-collectives") else f"mpi-collectives: {text}", file=sys.stderr,
+                  flush=True)
+            return
+        previous(kind, value, traceback)
+    sys.excepthook = hook
+
+
+_one_line_for_set_up_errors()
+
 __all__ = ["initialize", "prepare", "Info", "InitializeError", "libpath", "broadcast_one_to_all",
            "process_allgather", "sync_global_devices", "assert_equal", "allreduce", "barrier",
            "__version__"]

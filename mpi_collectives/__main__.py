@@ -197,6 +197,7 @@ def env_rows() -> list:
 
 
 def cmd_env(args) -> int:
+    from .base import settings
     from .base.settings import TABLE, _allowed_text, markdown_table
     if args.markdown:
         print(markdown_table())
@@ -212,6 +213,7 @@ def cmd_env(args) -> int:
         if problem:
             problems.append(problem)
     print("\n".join(rows))
+    problems += settings.unknown_variables()
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0

@@ -121,11 +121,49 @@ TABLE = {
                            "buffers do not page-fault on every call; skipped when "
                            "MALLOC_*_ or GLIBC_TUNABLES malloc settings are set, or malloc is not glibc's. "
                            "0: glibc's defaults", SWITCH),
+    "not_initialized": Setting("MPI_COLLECTIVES_NOT_INITIALIZED", "warn", False,
+                               "a process that imported mpi_collectives, started by a launcher as one of "
+                               "several ranks, whose JAX starts as one process of one (initialize() never "
+                               "called: its collectives reach no other rank): warn (one line on every rank), "
+                               "stop (that line, then exit 1), or quiet (programs whose ranks run JAX alone "
+                               "on purpose, beside mpi4py)", ("warn", "stop", "quiet")),
     "layout_note": Setting("MPI_COLLECTIVES_LAYOUT_NOTE", 1, False,
                            "1: where a node holds more ranks than it has sockets or NUMA domains, initialize() "
                            "prints one line from rank 0 saying so, with the layout docs/layout.md advises and "
                            "how to measure yours (`mpi-collectives layouts`); 0: never", SWITCH),
 }
+
+
+# MPI_COLLECTIVES_* variables that are not settings of a program's run: those of the package's own
+# tools and test suite (scripts/, the bench's launches, tests/). Never named as unknown.
+TOOL_PREFIXES = ("MPI_COLLECTIVES_TEST_", "MPI_COLLECTIVES_BENCH_")
+TOOL_VARIABLES = ("MPI_COLLECTIVES_VENV_DIR", "MPI_COLLECTIVES_BUILD_VENV", "MPI_COLLECTIVES_SUITE_REPORTS",
+                  "MPI_COLLECTIVES_JAX_TESTS", "MPI_COLLECTIVES_IN_SUITE", "MPI_COLLECTIVES_NEWEST_ROOT")
+# Names the package (or its examples) once read, and what replaced each.
+RENAMED = {"MPI_COLLECTIVES_COORDINATOR_PORT": "MPI_COLLECTIVES_PORT (the coordinator's port; "
+                                               "examples/existing_script.py's own is HELLO_COORDINATOR_PORT)"}
+
+
+def unknown_variables(environ=os.environ) -> list:
+    """A sentence for each MPI_COLLECTIVES_* variable in `environ` that is no setting: a name the
+    package once read, with what replaced it, or a misspelling, with the setting it most
+    resembles. They are ignored, so a typo would otherwise change nothing in silence."""
+    import difflib
+    known = [row.var for row in TABLE.values() if row.var.startswith("MPI_COLLECTIVES_")]
+    out = []
+    for name in sorted(environ):
+        if (not name.startswith("MPI_COLLECTIVES_") or name in known or name in TOOL_VARIABLES
+                or name.startswith(TOOL_PREFIXES)):
+            continue
+        if name in RENAMED:
+            out.append(f"mpi-collectives: {name} is no longer read; {RENAMED[name]} replaced it.")
+            continue
+        prefix = "MPI_COLLECTIVES_"  # every name shares it: compare what follows
+        close = difflib.get_close_matches(name[len(prefix):], [k[len(prefix):] for k in known], n=1, cutoff=0.6)
+        hint = f"did you mean {prefix}{close[0]}?" if close else "none is close to it"
+        out.append(f"mpi-collectives: {name} is not a setting of mpi-collectives and is ignored; {hint} "
+                   "(`mpi-collectives env` lists them all)")
+    return out
 
 
 # The settings of one call of initialize(): a field per row of TABLE, its default the row's.

@@ -222,6 +222,8 @@ def _start_up(settings, collectives) -> Started:
             "are already set up without MPI. Fix: call mpi_collectives.initialize() before the first JAX "
             "computation (right after the imports).")
     _check_native_settings(settings)
+    for line in _settings.unknown_variables():  # a misspelt setting changes nothing: say so, every rank
+        print(line, file=sys.stderr, flush=True)
     _check_jax_can_use_us()
     os.environ.setdefault("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "mpi")
 
@@ -324,7 +326,8 @@ def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None,
                watch_peers: int = None, exit_timeout: int = None, stall_report: int = None,
                stall_timeout: int = None, preemption_grace: int = None,
                local_device_ids: str = None, bind_cpus: int = None, mpi_settings: int = None,
-               tuning_file: str = None, keep_memory: int = None, layout_note: int = None) -> Info:
+               tuning_file: str = None, keep_memory: int = None, not_initialized: str = None,
+               layout_note: int = None) -> Info:
     """Make JAX's CPU collectives run over MPI in this process; call it on every rank,
     before the first JAX computation.
 

@@ -23,11 +23,14 @@ MPI communicators; at that moment, for such a program, this module
   ranks compare their settings as initialize()'s do (job_choices).
 It does nothing when JAX's MPI is not this package's wrapper.
 """
+import os
+import sys
 import threading
 
 from . import jax_compat, jax_setup, narrow_dtypes
 from ..services import job_choices, library_settings
 from ..base import mpi
+from ..base.launchers import launcher_rank_size
 from ..base import settings as _settings
 from ..base.ending import end_job
 from ..base.errors import InitializeError
@@ -52,6 +55,48 @@ def at_backend_start() -> None:
         jax_setup.finish(started)  # the cluster environment's start; initialize() finishes its own
     elif started is None:
         _finish_own_start()
+
+
+_checked = False
+
+
+def check_joined() -> None:
+    """At backend start in any process that imported the package: a launcher started it as one of N > 1
+    ranks, yet JAX starts as one process of one (initialize() never called, nor
+    jax.distributed.initialize()). Every collective then reduces this rank's own data alone and
+    returns without a word, so each rank is told, in one line, per MPI_COLLECTIVES_NOT_INITIALIZED:
+    warn (the default: programs that run JAX alone on each rank beside mpi4py exist, and stopping
+    them would break what works), stop, or quiet."""
+    global _checked
+    with _lock:
+        if _checked:
+            return
+        _checked = True
+    if jax_setup.started() is not None:
+        return
+    try:
+        from jax._src import distributed
+        if distributed.global_state.client is not None:
+            return
+    except Exception:  # a jax without it: nothing to tell
+        return
+    rank, size = launcher_rank_size()
+    if size < 2:
+        return
+    try:
+        mode = _settings.read().not_initialized
+    except InitializeError as e:  # a bad value: every rank meets it alike
+        print(str(e), file=sys.stderr, flush=True)
+        os._exit(1)
+    if mode == "quiet":
+        return
+    print(f"mpi-collectives: rank {rank} of {size} (as the launcher started it) runs JAX as one process of "
+          "one: initialize() was not called, so its collectives reach no other rank and each rank computes "
+          "alone. Fix: call mpi_collectives.initialize() before the first JAX computation (or run the script "
+          "with `mpi-collectives run --initialize script.py`); MPI_COLLECTIVES_NOT_INITIALIZED=quiet where each "
+          "rank runs JAX alone on purpose.", file=sys.stderr, flush=True)
+    if mode == "stop":  # JAX's plugin discovery catches exceptions: only an exit stops the program here
+        os._exit(1)
 
 
 def _finish_own_start() -> None:

@@ -1,0 +1,84 @@
+"""A new user's commonest slips (issue 53), each named in one sentence on every rank: initialize()
+forgotten under a launcher of several ranks, a misspelt or retired MPI_COLLECTIVES_* variable, and
+a set-up error that ends the program (its sentence alone, no traceback)."""
+import sys
+
+import pytest
+
+from helpers import ONCE, explain, mpirun, run
+
+PY = sys.executable
+once = pytest.mark.skipif(not ONCE, reason="Python before MPI's first use, the same on every family: the mpich "
+                                           "configuration runs it (CI time)")
+FORGOTTEN = ("import mpi_collectives, jax, jax.numpy as jnp\n"
+             "print('psum', jax.pmap(lambda x: jax.lax.psum(x, 'i'), axis_name='i')(jnp.ones(1)).tolist())")
+SENTENCE = ("runs JAX as one process of one: initialize() was not called, so its collectives reach no other "
+            "rank and each rank computes alone. Fix: call mpi_collectives.initialize() before the first JAX "
+            "computation")
+
+
+@once
+@pytest.mark.jax
+def test_a_forgotten_initialize_is_named_on_every_rank():
+    warned = mpirun(2, [PY, "-c", FORGOTTEN], env={"MPI_COLLECTIVES_NOT_INITIALIZED": None})
+    # The default warns and lets the program run: each rank's psum is its own value, and it is told so.
+    assert warned.returncode == 0 and warned.stdout.count("psum [1.0]") == 2, explain(warned)
+    for rank in (0, 1):
+        assert warned.stderr.count(f"mpi-collectives: rank {rank} of 2 (as the launcher started it) {SENTENCE}") == 1, \
+            explain(warned)
+    stopped = mpirun(2, [PY, "-c", FORGOTTEN], env={"MPI_COLLECTIVES_NOT_INITIALIZED": "stop"})
+    assert stopped.returncode != 0 and "psum" not in stopped.stdout and SENTENCE in stopped.stderr, explain(stopped)
+    quiet = mpirun(2, [PY, "-c", FORGOTTEN], env={"MPI_COLLECTIVES_NOT_INITIALIZED": "quiet"})
+    assert quiet.returncode == 0 and "mpi-collectives" not in quiet.stderr, explain(quiet)
+    alone = run([PY, "-c", FORGOTTEN])  # one process, no launcher: nothing to say
+    assert alone.returncode == 0 and "mpi-collectives" not in alone.stderr, explain(alone)
+    joined = mpirun(2, [PY, "-c", "import mpi_collectives; mpi_collectives.initialize()\n" + FORGOTTEN])
+    assert joined.returncode == 0 and joined.stdout.count("psum [2.0]") == 2, explain(joined)
+    assert "initialize() was not called" not in joined.stderr, explain(joined)
+
+
+def test_unknown_and_retired_variables_are_named_with_what_to_use():
+    from mpi_collectives.base.settings import unknown_variables
+    lines = unknown_variables({"MPI_COLLECTIVES_STALL_TIMOUT": "5", "MPI_COLLECTIVES_COORDINATOR_PORT": "1",
+                               "MPI_COLLECTIVES_ZZZ": "1", "MPI_COLLECTIVES_STALL_TIMEOUT": "5",
+                               "MPI_COLLECTIVES_TEST_PORT": "1", "MPI_COLLECTIVES_VENV_DIR": "/x", "OTHER": "1"})
+    assert lines == [
+        "mpi-collectives: MPI_COLLECTIVES_COORDINATOR_PORT is no longer read; MPI_COLLECTIVES_PORT (the coordinator's "
+        "port; examples/existing_script.py's own is HELLO_COORDINATOR_PORT) replaced it.",
+        "mpi-collectives: MPI_COLLECTIVES_STALL_TIMOUT is not a setting of mpi-collectives and is ignored; did you "
+        "mean MPI_COLLECTIVES_STALL_TIMEOUT? (`mpi-collectives env` lists them all)",
+        "mpi-collectives: MPI_COLLECTIVES_ZZZ is not a setting of mpi-collectives and is ignored; none is close to it "
+        "(`mpi-collectives env` lists them all)"], lines
+
+
+def test_env_names_a_misspelt_variable():
+    proc = run([PY, "-m", "mpi_collectives", "env"], env={"MPI_COLLECTIVES_STALL_TIMOUT": "5"})
+    assert proc.returncode == 1 and "did you mean MPI_COLLECTIVES_STALL_TIMEOUT?" in proc.stderr, explain(proc)
+
+
+@once
+@pytest.mark.jax
+def test_initialize_names_a_misspelt_variable_on_every_rank():
+    proc = mpirun(2, [PY, "-c", "import mpi_collectives; mpi_collectives.initialize(); print('PASS')"],
+                  env={"MPI_COLLECTIVES_STALL_TIMOUT": "5"})
+    assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
+    assert proc.stderr.count("MPI_COLLECTIVES_STALL_TIMOUT is not a setting of mpi-collectives and is ignored; "
+                             "did you mean MPI_COLLECTIVES_STALL_TIMEOUT?") == 2, explain(proc)
+
+
+@once
+def test_a_set_up_error_is_its_sentence_once_per_rank_without_a_traceback():
+    proc = mpirun(2, [PY, "-c", "import mpi_collectives; mpi_collectives.initialize()"],
+                  env={"MPI_COLLECTIVES_STALL_TIMEOUT": "5s"})
+    sentence = ("mpi-collectives: MPI_COLLECTIVES_STALL_TIMEOUT=5s is not a whole number from 0 to 604800. Fix: "
+                "correct it, or leave it unset for the default (0).")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, explain(proc)
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == [sentence, sentence], explain(proc)
+    caught = mpirun(2, [PY, "-c", "import mpi_collectives\ntry:\n    mpi_collectives.initialize()\n"
+                                  "except mpi_collectives.InitializeError as e:\n    print('caught', e)"],
+                    env={"MPI_COLLECTIVES_STALL_TIMEOUT": "5s"})
+    # The handler runs on every rank; at exit the launcher is still asked to end the job (ending.py:
+    # ranks that began MPI_Init would otherwise wait there for this one).
+    assert caught.stdout.count(f"caught {sentence}") == 2 and "Traceback" not in caught.stderr, explain(caught)
+    other = run([PY, "-c", "import mpi_collectives; raise ValueError('not ours')"])  # other errors: Python's own
+    assert other.returncode == 1 and "Traceback" in other.stderr and "ValueError: not ours" in other.stderr
