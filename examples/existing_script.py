@@ -3,7 +3,7 @@
 It calls jax.distributed.initialize() with its own coordinator and rank, as
 many scripts written for gloo do, and never imports mpi_collectives: the job
 script exports two variables and the installed package does the rest (its
-JAX plugin hook; README: "Programs that never call initialize()"). Its
+JAX plugin hook; docs/installation.md, "Import order"). Its
 coordinator address is 127.0.0.1, so it runs on one node only; the headline
 example, hello_collectives.py, uses mpi_collectives.initialize() and runs
 on one node or many.

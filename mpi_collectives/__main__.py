@@ -59,7 +59,8 @@ def native_info() -> dict:
         "why": mpi.family_detail(),
         "chosen_by": mpi.load_rule(),
         "passed_over": mpi.passed_over() or "none",
-        "search": mpi.load_report(),
+        # the libraries the loader tried and could not use, in order: none when the first one served
+        "search": mpi.load_report() or "no library tried before it failed",
         "missing_functions": mpi.missing_functions(),
         "thread_level_policy": mpi.thread_policy(),
     }

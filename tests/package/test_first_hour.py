@@ -82,3 +82,21 @@ def test_a_set_up_error_is_its_sentence_once_per_rank_without_a_traceback():
     assert caught.stdout.count(f"caught {sentence}") == 2 and "Traceback" not in caught.stderr, explain(caught)
     other = run([PY, "-c", "import mpi_collectives; raise ValueError('not ours')"])  # other errors: Python's own
     assert other.returncode == 1 and "Traceback" in other.stderr and "ValueError: not ours" in other.stderr
+
+
+def test_info_prints_no_empty_field():
+    proc = run([PY, "-m", "mpi_collectives", "info"])
+    assert proc.returncode == 0, explain(proc)
+    empty = [line for line in proc.stdout.splitlines() if len(line.split(None, 1)) < 2]
+    assert not empty, proc.stdout
+
+
+@once
+@pytest.mark.jax
+def test_the_verbose_log_says_who_started_mpi_in_words():
+    proc = mpirun(2, [PY, "-c", "import mpi_collectives; mpi_collectives.initialize()\n" + FORGOTTEN],
+                  env={"MPI_COLLECTIVES_VERBOSE": "1"})
+    assert proc.returncode == 0, explain(proc)
+    assert proc.stderr.count("MPI started: ") == 2 and "MPI_THREAD_MULTIPLE granted" in proc.stderr, explain(proc)
+    assert "MPI was started by this package, at MPI_THREAD_MULTIPLE" in proc.stderr, explain(proc)
+    assert "someone else" not in proc.stderr, explain(proc)

@@ -31,7 +31,11 @@ MPIABI_EXPORT int MPIABI_Init_thread(int *argc, char ***argv, int required, int 
   if (flag) {
     if ((ret = mpic_next_Query_thread(&level)) != 0) return ret;
     if (provided) *provided = level;
-    mpic_log(1, "MPI already initialized by someone else; not initializing again (thread level %d)", level);
+    /* Started by this package (initialize(), the bench's helpers: this library's own call, earlier)
+     * or by the program before (mpi4py, say): said in words, it is the first question of a log. */
+    mpic_log(1, "MPI was started %s, at %s; this MPI_Init_thread (%s asked) does not start it again",
+             mpic_initialized_by_us ? "by this package" : "before, by the program (mpi4py or its own MPI_Init)",
+             mpic_thread_level_name(level), mpic_thread_level_name(required));
     check_launcher();
     return 0;
   }
@@ -48,7 +52,9 @@ MPIABI_EXPORT int MPIABI_Init_thread(int *argc, char ***argv, int required, int 
     mpic_initialized_by_us = 1;
     check_launcher();
   }
-  mpic_log(1, "MPI_Init_thread(asked %d, requested %d) -> %d, provided %d", required, request, ret, *provided);
+  mpic_log(1, "MPI started: %s asked by the caller, %s asked of the library, %s granted (MPI_Init_thread returned %d)",
+           mpic_thread_level_name(required), mpic_thread_level_name(request),
+           ret == 0 ? mpic_thread_level_name(*provided) : "none", ret);
   return ret;
 }
 

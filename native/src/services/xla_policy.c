@@ -30,6 +30,14 @@ int mpic_xla_thread_level(int required) {
   return levels[asked > mpic_settings.thread_level ? asked : mpic_settings.thread_level];
 }
 
+const char *mpic_thread_level_name(int level) {
+  if (level == MPIABI_THREAD_SINGLE) return "MPI_THREAD_SINGLE";
+  if (level == MPIABI_THREAD_FUNNELED) return "MPI_THREAD_FUNNELED";
+  if (level == MPIABI_THREAD_SERIALIZED) return "MPI_THREAD_SERIALIZED";
+  if (level == MPIABI_THREAD_MULTIPLE) return "MPI_THREAD_MULTIPLE";
+  return "an unknown thread level";
+}
+
 /* ---- communicators from any thread ---- */
 int mpic_xla_is_thread_main(int *flag) {
   int level = 0;

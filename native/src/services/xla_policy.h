@@ -7,6 +7,9 @@
 /* The thread level to ask the library for when the caller asks `required`. */
 int mpic_xla_thread_level(int required);
 
+/* A thread level's name, for the log ("MPI_THREAD_MULTIPLE"). */
+const char *mpic_thread_level_name(int level);
+
 /* MPI_Is_thread_main: yes from any thread under MPI_THREAD_MULTIPLE. */
 int mpic_xla_is_thread_main(int *flag);
 
