@@ -38,3 +38,13 @@ def test_every_path_and_section_named_exists(source):
         if m.group(2) not in headings(os.path.join(ROOT, target)):
             missing.append(f'{target}, "{m.group(2)}": no such section')
     assert not missing, f"{os.path.relpath(source, ROOT)} names what does not exist:\n" + "\n".join(missing)
+
+
+def test_the_examples_use_only_the_public_api():
+    """What users copy: mpi_collectives' own names (`mpi_collectives.assert_equal`), never its
+    inner modules, whose names may change (issue 53: an example called services.host.assert_equal)."""
+    inner = re.compile(r"\bmpi_collectives\.(?:base|services|integration|tools)\b")
+    found = [f"{os.path.relpath(path, ROOT)}:{n}: {line.strip()}"
+             for path in glob.glob(os.path.join(ROOT, "examples", "*.py"))
+             for n, line in enumerate(open(path), 1) if inner.search(line.split("#")[0])]
+    assert not found, "examples reach into the package's inner modules:\n" + "\n".join(found)
