@@ -173,8 +173,8 @@ def test_a_rank_with_a_setting_of_its_own_stops_the_job_with_one_line(case):
     proc = launch(3, {"ONLY_ON": f"2:{assignment}"})
     text = explain(proc)
     assert proc.returncode != 0 and "EXACT" not in proc.stdout and "WRONG" not in proc.stdout, text
-    lines = re.findall(r"InitializeError: mpi-collectives: the ranks of this job chose different settings.*",
-                       proc.stderr)
+    # (an InitializeError nobody catches is its sentence alone: no traceback, no class name)
+    lines = re.findall(r"^mpi-collectives: the ranks of this job chose different settings.*", proc.stderr, re.M)
     assert len(lines) == 3, text  # every rank
     assert re.search(rf"{name} is [^;|]+ on ranks 0-1[^;|]*; {re.escape(value)} on rank 2", lines[0]), text
     assert f"Fix: set {name} to one value for every rank" in lines[0], text
@@ -191,7 +191,8 @@ ALONE = {"MPI_COLLECTIVES_BIND_CPUS": "0", "MPI_COLLECTIVES_WATCH_PEERS": "0", "
          "MPI_COLLECTIVES_STALL_REPORT": "0", "MPI_COLLECTIVES_STALL_TIMEOUT": "300",
          "MPI_COLLECTIVES_EXIT_TIMEOUT": "10", "MPI_COLLECTIVES_PREEMPTION_GRACE": "0",
          "MPI_COLLECTIVES_ABORT_ON_EXCEPTION": "0", "MPI_COLLECTIVES_DEVICES_TIMEOUT": "30",
-         "MPI_COLLECTIVES_INIT_TIMEOUT": "100", "MPI_COLLECTIVES_VERBOSE": "1", "MPI_COLLECTIVES_INTERFACE": "lo"}
+         "MPI_COLLECTIVES_INIT_TIMEOUT": "100", "MPI_COLLECTIVES_VERBOSE": "1", "MPI_COLLECTIVES_INTERFACE": "lo",
+         "MPI_COLLECTIVES_LAYOUT_NOTE": "0", "MPI_COLLECTIVES_NOT_INITIALIZED": "quiet"}
 # Not given here: which MPI library a rank loads (another library: test_another_mpi_on_one_node_is_named),
 # where a rank writes its flight record, the coordinator's address and port (rank 0's are the job's;
 # a fixed port could be taken on a shared machine), and GPUs (tests/package/test_gpus.py).
@@ -242,10 +243,12 @@ def test_a_crash_inside_mpi_init_from_settings_that_differ_is_named():
 # before it spoke to the launcher is not a failure to them (native base/launcher_abort.c).
 BEFORE_INIT = {
     "setting": ("MPI_COLLECTIVES_BIND_CPUS=7",
-                "InitializeError: mpi-collectives: MPI_COLLECTIVES_BIND_CPUS=7 is not a whole number from 0 to 2"),
+                r"mpi-collectives: MPI_COLLECTIVES_BIND_CPUS=7 is not a whole number from 0 to 2"),
     "library": ("MPI_COLLECTIVES_LIBMPI=/nonexistent/libmpi.so",
-                "InitializeError: mpi-collectives: no MPI library could be loaded (/nonexistent/libmpi.so"),
-    "abi": ("MPI_COLLECTIVES_ABI=openmpi", "mpi-collectives: error: process 1 of 3 was started by a Hydra mpiexec")}
+                r"mpi-collectives: no MPI library could be loaded \(/nonexistent/libmpi\.so"),
+    # An Open MPI library where the machine has one (the launcher's family then differs), else none
+    "abi": ("MPI_COLLECTIVES_ABI=openmpi", r"mpi-collectives: (error: process 1 of 3 was started by a Hydra mpiexec"
+                                           r"|no MPI library could be loaded \(no libmpi\.so\.40 )")}
 
 
 @pytest.mark.jax
@@ -259,7 +262,7 @@ def test_a_rank_that_stops_before_mpi_init_ends_the_job_at_once(case):
     proc = launch(3, {"ONLY_ON": f"1:{assignment}", "MPI_COLLECTIVES_INIT_TIMEOUT": "100"})
     text = explain(proc)
     assert proc.returncode != 0 and "EXACT" not in proc.stdout, text
-    assert proc.stderr.count(sentence) == 1, text  # the rank that stopped, and only it
+    assert len(re.findall(sentence, proc.stderr)) == 1, text  # the rank that stopped, and only it
     assert proc.seconds < 30, text  # not the other ranks' MPI_COLLECTIVES_INIT_TIMEOUT
 
 
