@@ -317,7 +317,7 @@ def finish_steps(rank: int, size: int, settings, job: str) -> None:
         exit_hooks.abort_on_uncaught_exceptions(rank, size)
     peers.watch(rank, size, float(settings.exit_timeout), job, enabled=bool(settings.watch_peers))
     # Registered last, so run first at the end of the main thread: while the watchers still watch.
-    exit_hooks.wait_for_computations_at_exit()
+    exit_hooks.wait_for_computations_at_exit(_backend_exists)
     stall.watch(rank, size, float(settings.stall_report), float(settings.stall_timeout), job)
 
 

@@ -36,7 +36,7 @@ def before_atexit(function) -> None:
         atexit.register(function)
 
 
-def wait_for_computations_at_exit() -> None:
+def wait_for_computations_at_exit(backend_exists) -> None:
     """JAX dispatches asynchronously, so a program's main thread can end while its last jitted
     computations, collectives and all, still run on XLA's threads; JAX's shutdown and MPI_Finalize
     (atexit handlers) then pull MPI from under them. 2 ranks, the mpich wheel, a program that
@@ -44,10 +44,12 @@ def wait_for_computations_at_exit() -> None:
     exit status 11 (a segfault) or 5 (MPICH's "Fatal error in internal_Comm_split: Invalid
     communicator"), after its last line. So at the end of the main thread every live array is
     waited for (the watchers still run meanwhile: a rank that waits for one that is gone is named
-    as in any other wait)."""
+    as in any other wait). `backend_exists()`: whether JAX has made its backend; when it has not,
+    nothing runs, and asking for the live arrays would make it, joining the other ranks in JAX's
+    start-up exchange from a rank that is ending."""
     def wait():
         jax = sys.modules.get("jax")
-        if jax is None:
+        if jax is None or not backend_exists():
             return
         try:
             arrays = jax.live_arrays()
