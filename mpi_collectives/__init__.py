@@ -27,6 +27,7 @@ import os
 import sys
 
 from .base._paths import libpath, publish_search_prefixes
+from .base.log import line as _line
 
 __version__ = "0.1.0"
 
@@ -65,8 +66,7 @@ def _one_line_for_set_up_errors() -> None:
     def hook(kind, value, traceback):
         if isinstance(value, InitializeError):
             text = " ".join(str(value).split()) or kind.__name__
-            print(text if text.startswith("mpi-collectives") else f"mpi-collectives: {text}", file=sys.stderr,
-                  flush=True)
+            _line(text if text.startswith("mpi-collectives") else f"mpi-collectives: {text}")
             return
         previous(kind, value, traceback)
     sys.excepthook = hook

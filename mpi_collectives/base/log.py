@@ -25,3 +25,16 @@ def log(message: str, level: int = 1) -> None:
         verbose = 0
     if verbose >= level:
         print(f"mpi-collectives [{where()}]: {message}", file=sys.stderr, flush=True)
+
+
+def line(text: str) -> None:
+    """`text` and its newline on stderr in one write(2): a launcher merges its ranks' output as it
+    comes, and print() writes the text and the newline apart, so that two ranks' lines could run
+    into one (seen under Hydra with three ranks saying the same sentence)."""
+    data = (text + "\n").encode(errors="replace")
+    try:
+        sys.stderr.flush()
+        while data:
+            data = data[os.write(2, data):]
+    except OSError:  # no stderr to write to: nothing else to do
+        pass

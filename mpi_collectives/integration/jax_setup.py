@@ -23,7 +23,7 @@ from ..base import settings as _settings
 from ..base._paths import libpath
 from ..base.ending import end_job
 from ..base.errors import InitializeError
-from ..base.log import log
+from ..base.log import line as say_line, log
 
 _coordinator = coordinator  # (initialize() has a keyword argument of that name)
 
@@ -222,8 +222,8 @@ def _start_up(settings, collectives) -> Started:
             "are already set up without MPI. Fix: call mpi_collectives.initialize() before the first JAX "
             "computation (right after the imports).")
     _check_native_settings(settings)
-    for line in _settings.unknown_variables():  # a misspelt setting changes nothing: say so, every rank
-        print(line, file=sys.stderr, flush=True)
+    for unknown in _settings.unknown_variables():  # a misspelt setting changes nothing: say so, every rank
+        say_line(unknown)
     _check_jax_can_use_us()
     os.environ.setdefault("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "mpi")
 
@@ -285,8 +285,7 @@ def _layout_note(rank: int, placements: list, enabled: int) -> None:
     line = layout.advice(placements)
     log(f"layout: {'; '.join(layout.describe(placements))}")
     if rank == 0 and enabled and line:
-        print(f"mpi-collectives: note: {line}. MPI_COLLECTIVES_LAYOUT_NOTE=0 silences this line.",
-              file=sys.stderr, flush=True)
+        say_line(f"mpi-collectives: note: {line}. MPI_COLLECTIVES_LAYOUT_NOTE=0 silences this line.")
 
 
 def started() -> "Started | None":

@@ -24,7 +24,6 @@ MPI communicators; at that moment, for such a program, this module
 It does nothing when JAX's MPI is not this package's wrapper.
 """
 import os
-import sys
 import threading
 
 from . import jax_compat, jax_setup, narrow_dtypes
@@ -34,7 +33,7 @@ from ..base.launchers import launcher_rank_size
 from ..base import settings as _settings
 from ..base.ending import end_job
 from ..base.errors import InitializeError
-from ..base.log import log
+from ..base.log import line as say_line, log
 
 _done = False
 _lock = threading.Lock()
@@ -86,15 +85,15 @@ def check_joined() -> None:
     try:
         mode = _settings.read().not_initialized
     except InitializeError as e:  # a bad value: every rank meets it alike
-        print(str(e), file=sys.stderr, flush=True)
+        say_line(str(e))
         os._exit(1)
     if mode == "quiet":
         return
-    print(f"mpi-collectives: rank {rank} of {size} (as the launcher started it) runs JAX as one process of "
+    say_line(f"mpi-collectives: rank {rank} of {size} (as the launcher started it) runs JAX as one process of "
           "one: initialize() was not called, so its collectives reach no other rank and each rank computes "
           "alone. Fix: call mpi_collectives.initialize() before the first JAX computation (or run the script "
           "with `mpi-collectives run --initialize script.py`); MPI_COLLECTIVES_NOT_INITIALIZED=quiet where each "
-          "rank runs JAX alone on purpose.", file=sys.stderr, flush=True)
+          "rank runs JAX alone on purpose.")
     if mode == "stop":  # JAX's plugin discovery catches exceptions: only an exit stops the program here
         os._exit(1)
 
