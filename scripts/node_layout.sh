@@ -66,3 +66,8 @@ else
   echo "== bench skipped: $t s left" >> "$out/node.log"
 fi
 echo "done, $(left) s before the deadline" >> "$out/node.log"
+# The results leave the node: its paths become <venv> and the checkout's ./ (the files name the MPI by
+# name and version, the node by its cores).
+for f in "$out"/*.log "$out"/*.json; do
+  [ -f "$f" ] && sed -i -e "s|$venv|<venv>|g" -e "s|$root/|./|g" "$f"
+done

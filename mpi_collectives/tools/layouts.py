@@ -27,7 +27,10 @@ import time
 
 from . import launching
 
-PLACEHOLDERS = ("{ranks}", "{per_node}", "{cpus}")
+# What a program's arguments may ask for, filled in for each layout (launch_line).
+PLACEHOLDERS = {"{ranks}": lambda ranks, per_node, cpus: ranks,
+                "{per_node}": lambda ranks, per_node, cpus: per_node,
+                "{cpus}": lambda ranks, per_node, cpus: cpus}
 
 
 def node_cpus(environ=os.environ) -> int:
@@ -75,8 +78,11 @@ def launch_line(prefix: list, kind: str, nodes: int, per_node: int, cpus: int, p
         how = ["-n", str(ranks), "--map-by", f"ppr:{per_node}:node", "--bind-to", "none"]
     else:
         how = ["-n", str(ranks), "-ppn", str(per_node)]
-    filled = [arg.replace("{ranks}", str(ranks)).replace("{per_node}", str(per_node)).replace("{cpus}", str(cpus))
-              for arg in program]
+    filled = []
+    for arg in program:
+        for mark, value in PLACEHOLDERS.items():
+            arg = arg.replace(mark, str(value(ranks, per_node, cpus)))
+        filled.append(arg)
     return prefix + how + filled
 
 
