@@ -10,8 +10,11 @@ from helpers import ONCE, explain, mpirun, run
 PY = sys.executable
 once = pytest.mark.skipif(not ONCE, reason="Python before MPI's first use, the same on every family: the mpich "
                                            "configuration runs it (CI time)")
-FORGOTTEN = ("import mpi_collectives, jax, jax.numpy as jnp\n"
-             "print('psum', jax.pmap(lambda x: jax.lax.psum(x, 'i'), axis_name='i')(jnp.ones(1)).tolist())")
+# One write per line: print('psum', x) writes its pieces apart when stdout is unbuffered, and two ranks'
+# pieces then interleave ("psumpsum [2.0]"), as CI saw once.
+FORGOTTEN = ("import sys, mpi_collectives, jax, jax.numpy as jnp\n"
+             "x = jax.pmap(lambda x: jax.lax.psum(x, 'i'), axis_name='i')(jnp.ones(1)).tolist()\n"
+             "sys.stdout.write(f'psum {x}\\n')")
 SENTENCE = ("runs JAX as one process of one: initialize() was not called, so its collectives reach no other "
             "rank and each rank computes alone. Fix: call mpi_collectives.initialize() before the first JAX "
             "computation")
