@@ -49,7 +49,7 @@ def test_bench_smoke(tmp_path):
     assert proc.returncode == 0, explain(proc)
     data = json.loads(out.read_text())
     paths = {"jax-mpi", "jax-mpi-unchecked", "jax-call", "jax-gloo", "mpi4py", "C via wrapper", "C direct",
-             "memory floor", "gradient floor"}
+             "memory floor", "gradient floor", "step memory floor"}
     if EXPECTED_FAMILY == "standard":  # no mpi4py build and no hard-coded handles for the standard ABI
         paths -= {"mpi4py", "C direct"}
     # mpi4jax beside us where scripts/setup_beside.sh installed it (the mpich configuration), else one line
@@ -58,11 +58,15 @@ def test_bench_smoke(tmp_path):
     else:
         assert "mpi-collectives bench: no mpi4jax path: " in proc.stderr, explain(proc)
     assert set(data["results"]) == paths, data["results"].keys()
-    for path in paths - {"gradient floor"}:
+    for path in paths - {"gradient floor", "step memory floor"}:
         for op in (MPI4JAX_OPS if path == "mpi4jax" else OPS):
             assert set(data["results"][path][op]) == {"8", "65536"}, (path, op)
     # The step's gradient all-reduce in C, as XLA calls it: one smoke gradient (256 x 256 float32).
-    assert set(data["results"]["gradient floor"]["all-reduce"]) == {str(4 * 256 * 256)}, data["results"]["gradient floor"]
+    # The fully sharded step's all-gathers and reduce-scatters the same way, and their memory floor.
+    one = {str(4 * 256 * 256)}
+    assert {op: set(v) for op, v in data["results"]["gradient floor"].items()} == \
+        {"all-reduce": one, "all-gather": one, "reduce-scatter": one}, data["results"]["gradient floor"]
+    assert {op: set(v) for op, v in data["results"]["step memory floor"].items()} == {"copy": one}
     # (the smoke sizes, 8 B and 64 KiB, leave out the all-reduce target at 1 and 16 MiB)
     judged = {"every", "at", "host", "start-up", "agreement", "the"}  # "the": wrapper vs direct, the psum loop
     assert {t["target"].split(" ")[0] for t in data["targets"]} == judged, data["targets"]
@@ -71,11 +75,13 @@ def test_bench_smoke(tmp_path):
     for path in ("jax-mpi", "jax-gloo"):
         loops = data["user_loops"][path]
         assert set(loops["psum-kept"]) == {"65536"}, loops.keys()
-        assert set(loops["train-step"]) == {"params", "step", "step-out-in", "local", "gradients"}, loops
+        assert set(loops["train-step"]) == {"params", "step", "step-out-in", "local", "gradients", "step-fsdp",
+                                            "fsdp-all-gather", "fsdp-reduce-scatter"}, loops
         assert loops["train-step"]["params"] == 3 * 256 * 256
     for row in ("step (weights [in, out], as flax stores them)", "step (weights [out, in])",
                 "its compute alone (one device)", "its gradient psum alone", "C floor of that psum",
-                "step minus compute minus psum"):
+                "step minus compute minus psum", "step (fsdp)", "its 3 all-gathers alone",
+                "its 3 reduce-scatters alone"):
         assert re.search(rf"^{re.escape(row)} +-?\d+\.\d", proc.stdout, re.M), explain(proc)  # (the last can be < 0)
     assert re.search(r"^ +65536 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$", proc.stdout, re.M), explain(proc)
     # The same step as one rank with every CPU, on the 2 ranks' global batch (docs/layout.md)

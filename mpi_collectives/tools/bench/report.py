@@ -88,8 +88,42 @@ def user_table(data) -> str:
             lines.append(f"{'C floor of that psum':44s} {fl:9.1f}  ({how})")
         outside = _ms(step["step"]) - _ms(step["local"]) - _ms(step["gradients"])
         lines.append(f"{'step minus compute minus psum':44s} {outside:9.1f}")
+        lines += fsdp_lines(data)
         lines += one_rank_lines(data)
     return "\n".join(lines)
+
+
+def fsdp_lines(data) -> list:
+    """The fully sharded step (user_loops._fsdp) over us and over gloo, and its all-gathers and
+    reduce-scatters alone beside the C loop's same calls and the memory floor (every rank
+    copying LAYERS weights of its own once)."""
+    loops, r = data.get("user_loops", {}), data["results"]
+    step, other = loops.get("jax-mpi", {}).get("train-step", {}), loops.get("jax-gloo", {}).get("train-step", {})
+    if "step-fsdp" not in step:
+        return []
+    nbytes = 4 * step["params"] // LAYERS
+    memory = median_us(r, "step memory floor", "copy", nbytes)
+    memory = memory / 1e3 if memory else None
+    cell = lambda v: f"{v:9.1f}" if v else f"{'-':>9}"  # noqa: E731
+    ratio = lambda a, b: f"{a / b:.2f}" if a and b else "-"  # noqa: E731
+    lines = [f"\nfully sharded training step (the same model; weights, gradients sharded over the ranks: "
+             f"{LAYERS} all-gathers of a weight, {LAYERS} reduce-scatters of a gradient a step; {placement(data)}), "
+             "median ms per step",
+             f"{'':44s} {'ours':>9} {'gloo':>9} {'gloo/ours':>9} {'C loop':>9} {'ours/C':>7} {'memory':>9} "
+             f"{'ours/mem':>8}"]
+    for key, op, label in (("step-fsdp", None, "step (fsdp)"),
+                           ("fsdp-all-gather", "all-gather", f"its {LAYERS} all-gathers alone"),
+                           ("fsdp-reduce-scatter", "reduce-scatter", f"its {LAYERS} reduce-scatters alone")):
+        a = _ms(step[key])
+        b = _ms(other[key]) if key in other else None
+        c = median_us(r, "gradient floor", op, nbytes) if op else None
+        c = c / 1e3 if c else None
+        m = memory if op else None
+        lines.append(f"{label:44s} {a:9.1f} {cell(b)} {ratio(b, a):>9} {cell(c)} {ratio(a, c):>7} {cell(m)} "
+                     f"{ratio(a, m):>8}")
+    dp = _ms(step["step"])
+    lines.append(f"{'the data-parallel step, for comparison':44s} {dp:9.1f}  (fsdp/dp {_ms(step['step-fsdp']) / dp:.2f})")
+    return lines
 
 
 def one_rank_lines(data) -> list:

@@ -15,6 +15,14 @@ program writes them, run by the bench's jax-mpi and jax-gloo paths.
   step with weights stored [out, in] (`h @ w.T`), which XLA partitions
   without a transpose after the all-reduce (docs/benchmarks.md, "The
   training step").
+- the fully sharded step (FSDP, issue 54): the same model, its weights and
+  their gradients sharded over the ranks on their first axis; each weight
+  all-gathered before use, each gradient reduce-scattered, LAYERS of each a
+  step. Written with shard_map, as FSDP is by hand, so that these are the
+  collectives it makes: `jit` over weights sharded with NamedSharding leaves
+  the choice to XLA's propagation, which for this MLP (4 devices) gathered the
+  activations as well and all-reduced one weight-sized gradient instead. Beside
+  it, its LAYERS all-gathers alone and its LAYERS reduce-scatters alone.
 """
 import time
 
@@ -72,7 +80,8 @@ def _mlp(jnp, out_in: bool):
     return loss
 
 
-PARTS = ("step", "step-out-in", "local", "gradients")
+PARTS = ("step", "step-out-in", "local", "gradients", "step-fsdp", "fsdp-all-gather", "fsdp-reduce-scatter")
+FSDP_PARTS = PARTS[4:]
 
 
 def train_step(jax, mesh, rank, smoke: bool, steps: int, parts=PARTS, rows: int = None) -> dict:
@@ -148,4 +157,59 @@ def train_step(jax, mesh, rank, smoke: bool, steps: int, parts=PARTS, rows: int 
                                    in_specs=P("x"), out_specs=P()))
         grads = [global_array(np.tile(w, (size, 1)), batch) for w in weights]
         out["gradients"] = _timed(lambda: psum(*grads), steps)
+
+    if set(parts) & set(FSDP_PARTS) and width % size == 0:  # the first axis divides: 2, 4, 8, 16 ranks
+        out.update(_fsdp(jax, mesh, rank, weights, xs, ys, global_array, steps, parts))
+    return out
+
+
+def _fsdp(jax, mesh, rank, weights, xs, ys, global_array, steps, parts) -> dict:
+    """The fully sharded step and its collectives alone (see the module's text); its first
+    step's weights are checked against the data-parallel step's, computed on one device."""
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from ...integration.jax_compat import shard_map
+
+    size = jax.process_count()
+    loss = _mlp(jnp, False)
+    sharded, batch = NamedSharding(mesh, P("x", None)), NamedSharding(mesh, P("x"))
+
+    def local_step(shards, x, y):
+        def local_loss(shards):
+            # all_gather's transpose is psum_scatter: the gradient of each shard arrives reduce-scattered.
+            full = [jax.lax.all_gather(w, "x", tiled=True) for w in shards]
+            return loss(full, x, y) / size  # the mean over every rank's rows
+        grads = jax.grad(local_loss)(shards)
+        return [w - 0.01 * g for w, g in zip(shards, grads)]
+
+    specs = [P("x", None)] * len(weights)
+    step = jax.jit(shard_map()(local_step, mesh=mesh, in_specs=(specs, P("x"), P("x")), out_specs=specs))
+    x, y = global_array(xs, batch), global_array(ys, batch)
+    params = [global_array(w, sharded) for w in weights]
+    once = step(params, x, y)
+    got = np.asarray(once[0].addressable_data(0))
+    rows = weights[0].shape[0] // size
+    want = np.asarray(jax.jit(lambda p, x, y: [w - 0.01 * g for w, g in zip(p, jax.grad(loss)(p, x, y))])(
+        [jnp.asarray(w) for w in weights], jnp.asarray(xs), jnp.asarray(ys))[0])[rank * rows:(rank + 1) * rows]
+    if not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+        raise SystemExit(f"mpi-collectives bench: WRONG result: train-step-fsdp on rank {rank} "
+                         f"(largest difference {np.abs(got - want).max():g})")
+    out, state = {}, {"p": params}
+
+    def run():
+        state["p"] = step(state["p"], x, y)
+        return state["p"]
+    if "step-fsdp" in parts:
+        out["step-fsdp"] = _timed(run, steps)
+    if "fsdp-all-gather" in parts:
+        gather = jax.jit(shard_map()(lambda *w: [jax.lax.all_gather(v, "x", tiled=True) for v in w], mesh=mesh,
+                                     in_specs=P("x", None), out_specs=P("x", None)))  # a whole weight a rank
+        out["fsdp-all-gather"] = _timed(lambda: gather(*params), steps)
+    if "fsdp-reduce-scatter" in parts:
+        scatter = jax.jit(shard_map()(lambda *g: [jax.lax.psum_scatter(v, "x", tiled=True) for v in g], mesh=mesh,
+                                      in_specs=P("x", None), out_specs=P("x", None)))
+        # every rank's whole gradient: the global array stacks one weight-sized block a rank
+        grads = [global_array(np.tile(w, (size, 1)), sharded) for w in weights]
+        out["fsdp-reduce-scatter"] = _timed(lambda: scatter(*grads), steps)
     return out

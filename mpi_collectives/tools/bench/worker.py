@@ -282,11 +282,13 @@ def run_c(sizes, scale, out, ops=OPS, wrapper_only=False):
     if not wrapper_only:
         results[MEMORY_FLOOR] = memory_floor(mpi, rank, size, sizes, scale, ops)
         results[GRADIENT_FLOOR] = gradient_floor(mpi, targets[-1], rank, size, scale)
+        results[STEP_MEMORY_FLOOR] = step_memory_floor(mpi, rank, size, scale)
     write(rank, out, {"results_by_target": results})
 
 
 MEMORY_FLOOR = "memory floor"
-GRADIENT_FLOOR = "gradient floor"
+GRADIENT_FLOOR = "gradient floor"  # the C loop's floor of the training steps' collectives
+STEP_MEMORY_FLOOR = "step memory floor"
 
 
 def gradient_floor(mpi, target, rank, size, scale) -> dict:
@@ -296,26 +298,57 @@ def gradient_floor(mpi, target, rank, size, scale) -> dict:
     {bytes of one gradient: [seconds for the LAYERS calls], the slowest rank's}}. Not LAYERS
     times the per-size loop's call, which repeats one buffer pair that stays in the caches and
     the page tables: at 16 MiB on 8 ranks of a 16-core node 3 x 15.0 ms, against 54.8 ms for
-    three buffer pairs (docs/benchmarks/node-16/README.md)."""
+    three buffer pairs (docs/benchmarks/node-16/README.md).
+    The fully sharded step's collectives the same way (user_loops._fsdp): LAYERS all-gathers of a
+    weight's shard and LAYERS reduce-scatters of a gradient, keyed by one weight's bytes too; and
+    STEP_MEMORY_FLOOR's "copy": every rank copying LAYERS weight-sized buffers of its own once,
+    the floor of all three (each reads or writes a whole weight a rank at least once)."""
     from . import c_loop, user_loops
 
     width = user_loops.SMOKE_WIDTH if os.environ.get("MPI_COLLECTIVES_BENCH_SMOKE") == "1" else user_loops.WIDTH
     count = width * width
-    sends = [rank_input(count, rank) for _ in range(user_loops.LAYERS)]
-    recvs = [np.zeros_like(s) for s in sends]
-    want = expected("all-reduce", count, rank, size)
+    calls = iterations(4 * count, scale) + 2
+
+    def layers_of(op, per_rank):
+        sends = [rank_input(per_rank, rank) for _ in range(user_loops.LAYERS)]
+        want = expected(op, per_rank, rank, size)
+        recvs = [np.zeros_like(want) for _ in sends]
+        times = []
+        for it in range(calls):
+            mpi.barrier()
+            t = time.perf_counter()
+            for send, recv in zip(sends, recvs):
+                c_loop.run(target, op, send, recv, 1)
+            if it >= 2:
+                times.append(time.perf_counter() - t)
+        if not all(np.array_equal(recv, want) for recv in recvs):
+            raise SystemExit(f"mpi-collectives bench: WRONG result: {target.name} {op} of the step's weights")
+        return mpi.allgather(np.asarray(times, np.float64), size).max(axis=0).tolist()
+
+    out = {"all-reduce": {4 * count: layers_of("all-reduce", count)}}
+    if count % size == 0:  # the fully sharded step runs where the first axis divides
+        out["all-gather"] = {4 * count: layers_of("all-gather", count // size)}
+        out["reduce-scatter"] = {4 * count: layers_of("reduce-scatter", count)}
+    return out
+
+
+def step_memory_floor(mpi, rank, size, scale) -> dict:
+    """{"copy": {one weight's bytes: [seconds for LAYERS copies]}}: see gradient_floor."""
+    from . import user_loops
+
+    width = user_loops.SMOKE_WIDTH if os.environ.get("MPI_COLLECTIVES_BENCH_SMOKE") == "1" else user_loops.WIDTH
+    count = width * width
+    srcs = [np.ones(count, np.float32) for _ in range(user_loops.LAYERS)]
+    dsts = [np.empty_like(a) for a in srcs]
     times = []
     for it in range(iterations(4 * count, scale) + 2):
         mpi.barrier()
         t = time.perf_counter()
-        for send, recv in zip(sends, recvs):
-            c_loop.run(target, "all-reduce", send, recv, 1)
+        for src, dst in zip(srcs, dsts):
+            np.copyto(dst, src)
         if it >= 2:
             times.append(time.perf_counter() - t)
-    if not all(np.array_equal(recv, want) for recv in recvs):
-        raise SystemExit(f"mpi-collectives bench: WRONG result: {target.name} all-reduce of the step's gradients")
-    slowest = mpi.allgather(np.asarray(times, np.float64), size).max(axis=0)
-    return {"all-reduce": {4 * count: slowest.tolist()}}
+    return {"copy": {4 * count: mpi.allgather(np.asarray(times, np.float64), size).max(axis=0).tolist()}}
 
 
 def memory_floor(mpi, rank, size, sizes, scale, ops) -> dict:
