@@ -24,6 +24,7 @@ def main():
     parser.add_argument("--families", nargs="+", default=["mpich", "impi", "openmpi"])
     parser.add_argument("--out-dir", default=os.path.join(ROOT, "docs", "benchmarks"))
     args, rest = parser.parse_known_args()
+    args.out_dir = os.path.abspath(args.out_dir)  # the bench runs from inside it
     os.makedirs(args.out_dir, exist_ok=True)
     env = dict(os.environ)
     backends.launching.allow_open_mpi_anywhere(env)  # for the bench's launches of every family

@@ -722,3 +722,34 @@ def test_srun_orbax_job_ended_by_scancel_saves_and_resumes(slurm, tmp_path):
     assert resumed.stdout.count(f"resumed from step {step}") == 2, explain(resumed)
     assert re.findall(r"done: step 60, loss [\d.]+, parameters ([0-9a-f]+)", resumed.stdout) == want, \
         explain(resumed)
+
+
+# ---- Flax, Optax and Orbax under srun (examples/train_flax.py, issue 54): fully sharded over two nodes
+
+@only["mpich"]
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("flax", "optax", "orbax")),
+                    reason="flax, optax or orbax-checkpoint is not installed in this venv (scripts/setup_beside.sh "
+                           "installs them)")
+def test_srun_flax_fsdp_job_stopped_and_resumed_ends_as_one_that_ran_through(slurm, tmp_path):
+    """Two nodes, a rank each, parameters and optimizer state sharded over them: a job step stopped
+    after step 27 and the same srun again (resumed from the save of step 20) end with the parameters
+    of one that ran through, bit for bit, on both ranks."""
+    example = os.path.join(ROOT, "examples", "train_flax.py")
+
+    def srun(folder, *extra):
+        return ["srun", "-N2", "-n2", "--mpi=pmi2", PY, example, "--dir", str(folder), "--sharding", "fsdp",
+                "--steps", "40", "--every", "20", *extra]
+
+    def digests(proc):
+        found = re.findall(r"rank (\d): done: step 39, loss [\d.]+, parameters ([0-9a-f]+) \(fsdp, 2 ranks\)",
+                           proc.stdout)
+        assert proc.returncode == 0 and sorted(r for r, _ in found) == ["0", "1"], explain(proc)
+        assert len({d for _, d in found}) == 1, explain(proc)
+        return found[0][1]
+
+    through = digests(on_node1(slurm, srun(tmp_path / "through"), timeout=240))
+    stopped = on_node1(slurm, srun(tmp_path / "again", "--stop-at", "27"), timeout=240)
+    assert stopped.returncode == 0 and stopped.stdout.count("stopped after step 27") == 2, explain(stopped)
+    resumed = on_node1(slurm, srun(tmp_path / "again"), timeout=240)
+    assert resumed.stdout.count("resumed from step 20") == 2, explain(resumed)
+    assert digests(resumed) == through
