@@ -48,7 +48,8 @@ TABLE = {
                                  "check that they agree on its kind, size, dtype and reduction before any result "
                                  "reaches XLA (in the same MPI call as the data up to 1 KiB), and point-to-point "
                                  "arrivals are checked against what was expected; a disagreement ends the job with "
-                                 "one line instead of returning wrong numbers. 0: no checks", SWITCH),
+                                 "one line instead of returning wrong numbers. 0: no checks (each collective is still in the flight record and "
+                                 "the stall report, and a failed MPI call still ends the job with one sentence)", SWITCH),
     "devices_timeout": Setting("MPI_COLLECTIVES_DEVICES_TIMEOUT", 60, True,
                                "with several CPU devices per process: seconds the first of a process's devices "
                                "to reach a collective waits for the others before the job stops with a message "

@@ -36,6 +36,19 @@ def test_a_stalled_rank_is_named_with_its_stacks_and_the_job_finishes():
     assert "rank 0/2 (pid" not in proc.stderr, explain(proc)  # only the missing rank's stacks
 
 
+def test_with_the_checks_off_the_report_still_names_the_collective():
+    """The record per communicator is kept whatever the checks (issue 55): with both off the
+    report names the all-reduce and its number on its communicator, as with them on, and the
+    flight record holds it."""
+    proc, _ = launch(300, {"MPI_COLLECTIVES_STALL_REPORT": "3", "MPI_COLLECTIVES_STALL_TIMEOUT": "5",
+                           "MPI_COLLECTIVES_CHECK_COLLECTIVES": "0", "MPI_COLLECTIVES_CHECK_SPLITS": "0"})
+    assert proc.returncode != 0, explain(proc)
+    assert re.search(r"mpi-collectives: stall: rank 0/2 has waited \d+ s in all-reduce sum f32 x4 "
+                     r"\(#\d+ on communicator \d+\)", proc.stderr), explain(proc)
+    assert re.search(r"#\d+ all-reduce sum f32 x4 on communicator \d+ \(its #\d+\): not finished", proc.stderr), \
+        explain(proc)
+
+
 @NOT_STANDARD
 def test_no_report_below_the_threshold():
     proc, _ = launch(2, {"MPI_COLLECTIVES_STALL_REPORT": "30"})

@@ -113,6 +113,16 @@ def test_split_check_can_be_turned_off():
     assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
 
 
+def test_freed_communicators_give_their_record_back():
+    """5,000 splits, each freed, then one more: its all-reduce exact, and still checked (issue 55:
+    no fixed table that a long run spends)."""
+    proc = policy("records-reused", "agree", n=2)
+    assert proc.returncode == 0 and proc.stdout.count("PASS records-reused") == 2, explain(proc)
+    proc = policy("records-reused", "disagree", n=2)
+    assert proc.returncode != 0 and "the ranks disagree about a collective: rank 0 all-reduce sum f32 x1; rank 1 " \
+        "all-reduce sum f32 x2" in proc.stderr, explain(proc)
+
+
 @pytest.mark.jax
 @needs_mpi4py
 @pytest.mark.parametrize("order", ["before", "after"])

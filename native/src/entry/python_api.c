@@ -2,9 +2,9 @@
  * native/build_native.py; called only through mpi_collectives/base/mpi.py).
  * The functions return int, never void: a void one would make cffi refer to
  * Py_None, a data symbol the C conformance harness cannot resolve. */
-#include "common.h"
-#include "agreement.h"
 #include "caller_cpus.h"
+#include "comm_record.h"
+#include "common.h"
 #include "devices.h"
 #include "end_job.h"
 #include "family.h"
@@ -61,6 +61,6 @@ MPIABI_EXPORT int mpic_stall_describe(uint64_t sig, char *out, int len) {
   mpic_describe(sig, out, (size_t)len);
   return 0;
 }
-MPIABI_EXPORT int mpic_stall_members(int comm_id, int *out, int max) { return mpic_agreement_members(comm_id, out, max); }
+MPIABI_EXPORT int mpic_stall_members(int comm_id, int *out, int max) { return mpic_record_members(comm_id, out, max); }
 MPIABI_EXPORT int mpic_flight_record(char *out, int len) { return (int)mpic_flight_text(out, (size_t)len); }
 MPIABI_EXPORT int64_t mpic_monotonic(void) { return mpic_monotonic_ns(); }

@@ -3,20 +3,22 @@
  * does the work itself.
  *
  * - a device communicator (several CPU devices per process): devices/;
- * - a communicator XLA created with one device per process, tracked by the
- *   agreement check: agreement.c, which checks, then calls the library, and
- *   for its point-to-point transfers arrivals.c, which checks what arrived;
+ * - a communicator XLA created with one device per process, which has a
+ *   record (comm_record.h): xla_collectives.c, whose calls the dispatcher
+ *   runs (check, call, failure, finish: dispatch.h), and for its
+ *   point-to-point transfers arrivals.c, which checks what arrived;
  * - anything else (mpi4py's, the user's, MPI_COMM_WORLD): the library.
  * MPI_Comm_split and MPI_Is_thread_main follow XLA's policy (xla_policy.c).
  * Each call that waits first moves its thread onto the rank's slice when
  * MPI_COLLECTIVES_BIND_CPUS=2 (caller_cpus.c). */
-#include "agreement.h"
 #include "arrivals.h"
 #include "caller_cpus.h"
+#include "comm_record.h"
 #include "common.h"
 #include "devices.h"
 #include "family.h"
 #include "loader.h"
+#include "xla_collectives.h"
 #include "xla_policy.h"
 
 /* ---- communicators ---- */
@@ -45,7 +47,7 @@ MPIABI_EXPORT int MPIABI_Comm_size(MPIABI_Comm comm, int *size) {
 
 MPIABI_EXPORT int MPIABI_Comm_free(MPIABI_Comm *comm) {
   if (comm && mpic_is_device_comm(*comm)) return mpic_device_comm_free(comm);
-  return mpic_agreement_comm_free(comm);
+  return mpic_record_free(comm);
 }
 
 /* ---- collectives ---- */
@@ -53,7 +55,8 @@ MPIABI_EXPORT int MPIABI_Allreduce(const void *sendbuf, void *recvbuf, int count
                                    MPIABI_Op op, MPIABI_Comm comm) {
   mpic_caller_cpus_enter();
   if (mpic_is_device_comm(comm)) return mpic_device_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-  if (mpic_agreement_tracks(comm)) return mpic_checked_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  struct mpic_record *r = mpic_record_of(comm);
+  if (r) return mpic_xla_allreduce(r, sendbuf, recvbuf, count, datatype, op);
   return mpic_next_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
@@ -61,8 +64,8 @@ MPIABI_EXPORT int MPIABI_Allgather(const void *sendbuf, int sendcount, MPIABI_Da
                                    int recvcount, MPIABI_Datatype recvtype, MPIABI_Comm comm) {
   mpic_caller_cpus_enter();
   if (mpic_is_device_comm(comm)) return mpic_device_allgather(sendbuf, sendcount, sendtype, recvbuf, comm);
-  if (mpic_agreement_tracks(comm))
-    return mpic_checked_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  struct mpic_record *r = mpic_record_of(comm);
+  if (r) return mpic_xla_allgather(r, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
   return mpic_next_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
@@ -70,8 +73,8 @@ MPIABI_EXPORT int MPIABI_Reduce_scatter(const void *sendbuf, void *recvbuf, cons
                                         MPIABI_Datatype datatype, MPIABI_Op op, MPIABI_Comm comm) {
   mpic_caller_cpus_enter();
   if (mpic_is_device_comm(comm)) return mpic_device_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
-  if (mpic_agreement_tracks(comm))
-    return mpic_checked_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+  struct mpic_record *r = mpic_record_of(comm);
+  if (r) return mpic_xla_reduce_scatter(r, sendbuf, recvbuf, recvcounts, datatype, op);
   return mpic_next_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
 }
 
@@ -83,9 +86,10 @@ MPIABI_EXPORT int MPIABI_Sendrecv(const void *sendbuf, int sendcount, MPIABI_Dat
   if (mpic_is_device_comm(comm))
     return mpic_device_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                                 recvtag, comm, status);
-  if (mpic_agreement_tracks(comm))
-    return mpic_checked_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-                                 recvtag, comm, status);
+  struct mpic_record *r = mpic_record_of(comm);
+  if (r)
+    return mpic_arrival_sendrecv(r, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                                 recvtag, status);
   return mpic_next_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                             recvtag, comm, status);
 }
@@ -98,8 +102,8 @@ MPIABI_EXPORT int MPIABI_Isend(const void *buf, int count, MPIABI_Datatype datat
   return mpic_next_Isend(buf, count, datatype, dest, tag, comm, request);
 }
 
-/* Receives on any other communicator go to agreement.c too: it remembers
- * those on tracked ones, whose arrivals it checks in MPI_Wait. */
+/* Receives on any other communicator go to arrivals.c too: it remembers
+ * those on recorded ones, whose arrivals it checks in MPI_Wait. */
 MPIABI_EXPORT int MPIABI_Irecv(void *buf, int count, MPIABI_Datatype datatype, int source, int tag,
                                MPIABI_Comm comm, MPIABI_Request *request) {
   mpic_caller_cpus_enter();

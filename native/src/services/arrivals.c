@@ -1,14 +1,18 @@
-/* XLA's point-to-point transfers on the communicators the agreement check
- * tracks (arrivals.h): its all-to-all (one MPI_Sendrecv per peer) and its
+/* XLA's point-to-point transfers on the communicators it created
+ * (arrivals.h): its all-to-all (one MPI_Sendrecv per peer) and its
  * collective permute (MPI_Irecv, MPI_Isend, then MPI_Wait on each) make no
  * collective call to check first, so each arrival is checked instead: the
  * element count received must be the one expected. A larger message than
  * expected is the library's own "message truncated", which the
- * communicator's error handler returns and the job ends with its words. */
+ * communicator's error handler returns and the job ends with its words.
+ * Each transfer is in the flight record whatever the checks (comm_record.h);
+ * MPI_COLLECTIVES_CHECK_COLLECTIVES=0 turns the count check off. */
 #include <pthread.h>
 #include <stdlib.h>
 #include "agreement.h"
 #include "arrivals.h"
+#include "call_failed.h"
+#include "comm_record.h"
 #include "common.h"
 #include "end_job.h"
 #include "flight.h"
@@ -20,57 +24,67 @@ static __attribute__((noreturn)) void short_arrival(const char *what, int expect
   mpic_fatal("rank %d: %s expected %d %s from rank %d of XLA's communicator but received %d: the ranks "
              "disagree about the transfer's size. No result was returned. Fix: make every rank run the "
              "same collectives with the same shapes",
-             mpic_agreement_world_rank(), what, expected, t ? t : "elements", source, received);
+             mpic_record_world_rank(), what, expected, t ? t : "elements", source, received);
 }
 
 static void check_arrival(const char *what, const MPIABI_Status *status, int expected, MPIABI_Datatype type) {
+  if (!mpic_agreement_on()) return;
   int received = 0;
   if (mpic_next_Get_count(status, type, &received) == 0 && received != expected)
     short_arrival(what, expected, received, type, status->MPI_SOURCE);
 }
 
 /* XLA's all-to-all: one exchange with each peer. */
-int mpic_checked_sendrecv(const void *sendbuf, int sendcount, MPIABI_Datatype sendtype, int dest, int sendtag,
-                          void *recvbuf, int recvcount, MPIABI_Datatype recvtype, int source, int recvtag,
-                          MPIABI_Comm comm, MPIABI_Status *status) {
+int mpic_arrival_sendrecv(struct mpic_record *r, const void *sendbuf, int sendcount, MPIABI_Datatype sendtype,
+                          int dest, int sendtag, void *recvbuf, int recvcount, MPIABI_Datatype recvtype, int source,
+                          int recvtag, MPIABI_Status *status) {
   MPIABI_Status own;
   MPIABI_Status *s = (status == MPIABI_STATUS_IGNORE || !status) ? &own : status;
   struct mpic_call c = {MPIC_ALL_TO_ALL, recvcount, recvtype, MPIABI_OP_NULL};
-  int slot = mpic_agreement_begin(comm, mpic_signature(&c));
+  mpic_ticket ticket = mpic_record_begin(r, mpic_signature(&c));
   int ret = mpic_next_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-                               recvtag, comm, s);
-  if (ret != 0) mpic_agreement_failed("MPI_Sendrecv", ret);
-  mpic_flight_end(slot);
+                               recvtag, r->comm, s);
+  if (ret != 0) mpic_call_failed("MPI_Sendrecv", ret);
+  mpic_flight_end(ticket);
   if (source != MPIABI_PROC_NULL) check_arrival("an all-to-all", s, recvcount, recvtype);
   return ret;
 }
 
 /* XLA's collective permute: MPI_Irecv, MPI_Isend, then MPI_Wait on each.
- * Receives on XLA's communicators are remembered until they complete. */
+ * Receives on XLA's communicators are remembered until they complete, in a
+ * table that grows as needed (XLA posts one receive per peer and step, and
+ * waits for each; a fixed table would leave receives past it unchecked). */
 struct receive {
   MPIABI_Request request;
   int count;
   MPIABI_Datatype type;
-  int slot; /* in the flight record: the permute ends when its receive does */
+  mpic_ticket ticket; /* in the flight record: the permute ends when its receive does */
 };
-#define MAX_RECEIVES 4096
-static struct receive receives[MAX_RECEIVES];
-static int nreceives = 0; /* read without the lock on the hot path */
+static struct receive *receives = NULL;
+static int nreceives = 0, room = 0; /* nreceives read without the lock on the hot path */
 static pthread_mutex_t receives_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int mpic_arrival_irecv(void *buf, int count, MPIABI_Datatype datatype, int source, int tag, MPIABI_Comm comm,
                          MPIABI_Request *request) {
   int ret = mpic_next_Irecv(buf, count, datatype, source, tag, comm, request);
-  if (!mpic_agreement_tracks(comm)) return ret;
-  if (ret != 0) mpic_agreement_failed("MPI_Irecv", ret);
+  struct mpic_record *r = mpic_record_of(comm);
+  if (!r) return ret;
+  if (ret != 0) mpic_call_failed("MPI_Irecv", ret);
   if (source == MPIABI_PROC_NULL) return ret;
   struct mpic_call c = {MPIC_PERMUTE, count, datatype, MPIABI_OP_NULL};
-  int slot = mpic_agreement_begin(comm, mpic_signature(&c));
+  mpic_ticket ticket = mpic_record_begin(r, mpic_signature(&c));
   pthread_mutex_lock(&receives_lock);
-  if (nreceives < MAX_RECEIVES) {
-    receives[nreceives] = (struct receive){*request, count, datatype, slot};
-    __atomic_store_n(&nreceives, nreceives + 1, __ATOMIC_RELEASE);
+  if (nreceives == room) {
+    int more = room ? 2 * room : 64;
+    struct receive *grown = realloc(receives, sizeof *grown * (size_t)more);
+    if (!grown)
+      mpic_fatal("rank %d: out of memory remembering %d pending receives of XLA's collective permutes. Fix: "
+                 "give the job more memory",
+                 mpic_record_world_rank(), nreceives);
+    receives = grown, room = more;
   }
+  receives[nreceives] = (struct receive){*request, count, datatype, ticket};
+  __atomic_store_n(&nreceives, nreceives + 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&receives_lock);
   return ret;
 }
@@ -98,8 +112,8 @@ int mpic_arrival_wait(MPIABI_Request *request, MPIABI_Status *status) {
   MPIABI_Status own;
   MPIABI_Status *s = (status == MPIABI_STATUS_IGNORE || !status) ? &own : status;
   int ret = mpic_next_Wait(request, s);
-  if (ret != 0) mpic_agreement_failed("MPI_Wait", ret);
-  mpic_flight_end(r.slot);
+  if (ret != 0) mpic_call_failed("MPI_Wait", ret);
+  mpic_flight_end(r.ticket);
   check_arrival("a collective permute", s, r.count, r.type);
   return ret;
 }
@@ -120,9 +134,9 @@ int mpic_arrival_waitall(int count, MPIABI_Request array_of_requests[], MPIABI_S
   MPIABI_Status *own = NULL;
   if (s == MPIABI_STATUSES_IGNORE || !s) s = own = calloc((size_t)count, sizeof *own);
   int ret = mpic_next_Waitall(count, array_of_requests, s ? s : MPIABI_STATUSES_IGNORE);
-  if (ret != 0) mpic_agreement_failed("MPI_Waitall", ret);
+  if (ret != 0) mpic_call_failed("MPI_Waitall", ret);
   for (int i = 0; i < count; i++)
-    if (is_receive[i]) mpic_flight_end(rs[i].slot);
+    if (is_receive[i]) mpic_flight_end(rs[i].ticket);
   for (int i = 0; s && i < count; i++)
     if (is_receive[i]) check_arrival("a collective permute", &s[i], rs[i].count, rs[i].type);
   free(own);

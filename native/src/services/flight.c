@@ -14,13 +14,35 @@
 
 #define RING 32
 
+/* An entry's end is one word, written by one store: the low TICKET_BITS of
+ * the ticket that ended it above its duration in microseconds. It counts
+ * only when those bits are the entry's own number's: a late end of an
+ * entry whose slot a newer collective has taken cannot mark the newer one
+ * finished, whatever the interleaving: the newer entry's begin writes an end
+ * word that matches no ticket, and an end replaces only its own begin's word. */
+#define TICKET_BITS 24
+#define DURATION_BITS (64 - TICKET_BITS)
+#define TICKET_MASK ((1UL << TICKET_BITS) - 1)
+
 struct entry {
   uint64_t sig;
   int comm_id;
   unsigned seq;
-  int64_t start_ns, end_ns; /* end 0: not ended */
-  unsigned long number;     /* 1 + its place in the whole record; 0: empty */
+  int64_t start_ns;
+  uint64_t end;         /* see above */
+  unsigned long number; /* 1 + its place in the whole record (its ticket); 0: empty */
 };
+
+static uint64_t end_word(unsigned long ticket, uint64_t duration_us) {
+  return ((uint64_t)(ticket & TICKET_MASK) << DURATION_BITS) | (duration_us & ((1ULL << DURATION_BITS) - 1));
+}
+
+/* The entry's duration in ns if it has ended, else -1. */
+static int64_t ended_after(const struct entry *e, unsigned long number) {
+  uint64_t end = __atomic_load_n(&e->end, __ATOMIC_ACQUIRE);
+  if ((end >> DURATION_BITS) != (number & TICKET_MASK)) return -1;
+  return (int64_t)(end & ((1ULL << DURATION_BITS) - 1)) * 1000;
+}
 static struct entry ring[RING];
 static unsigned long written = 0;
 static int splits = 0;
@@ -31,21 +53,28 @@ int64_t mpic_monotonic_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-int mpic_flight_begin(uint64_t sig, int comm_id, unsigned seq) {
+mpic_ticket mpic_flight_begin(uint64_t sig, int comm_id, unsigned seq) {
   unsigned long n = __atomic_fetch_add(&written, 1, __ATOMIC_RELAXED);
   struct entry *e = &ring[n % RING];
   __atomic_store_n(&e->number, 0, __ATOMIC_RELEASE); /* being written */
   e->sig = sig;
   e->comm_id = comm_id;
   e->seq = seq;
-  e->end_ns = 0;
+  __atomic_store_n(&e->end, end_word(n, 0), __ATOMIC_RELEASE); /* n, not n + 1: no ticket's */
   e->start_ns = mpic_monotonic_ns();
   __atomic_store_n(&e->number, n + 1, __ATOMIC_RELEASE);
-  return (int)(n % RING);
+  return n + 1;
 }
 
-void mpic_flight_end(int slot) {
-  if (slot >= 0 && slot < RING) __atomic_store_n(&ring[slot].end_ns, mpic_monotonic_ns(), __ATOMIC_RELEASE);
+void mpic_flight_end(mpic_ticket ticket) {
+  if (ticket == MPIC_NO_TICKET) return;
+  struct entry *e = &ring[(ticket - 1) % RING];
+  if (__atomic_load_n(&e->number, __ATOMIC_ACQUIRE) != ticket) return; /* a newer collective has its slot */
+  int64_t took = mpic_monotonic_ns() - e->start_ns;
+  /* From the word its begin wrote to its own: a newer begin in between changed the word, and this fails. */
+  uint64_t began = end_word(ticket - 1, 0);
+  __atomic_compare_exchange_n(&e->end, &began, end_word(ticket, (uint64_t)(took > 0 ? took : 0) / 1000), 0,
+                              __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
 int mpic_flight_new_split(void) { return __atomic_add_fetch(&splits, 1, __ATOMIC_RELAXED); }
@@ -54,7 +83,7 @@ int mpic_flight_current(uint64_t *sig, int *comm_id, unsigned *seq, int64_t *sta
   unsigned long best = 0;
   for (int i = 0; i < RING; i++) {
     unsigned long number = __atomic_load_n(&ring[i].number, __ATOMIC_ACQUIRE);
-    if (number > best && !__atomic_load_n(&ring[i].end_ns, __ATOMIC_ACQUIRE)) {
+    if (number > best && ended_after(&ring[i], number) < 0) {
       best = number;
       *sig = ring[i].sig, *comm_id = ring[i].comm_id, *seq = ring[i].seq, *start_ns = ring[i].start_ns;
     }
@@ -86,10 +115,10 @@ size_t mpic_flight_text(char *out, size_t len) {
     char what[160];
     mpic_describe(e->sig, what, sizeof what);
     double ago = (double)(now - e->start_ns) / 1e9;
-    int64_t end = __atomic_load_n(&e->end_ns, __ATOMIC_ACQUIRE);
+    int64_t ns = ended_after(e, numbers[k]);
     char took[64];
-    if (end)
-      snprintf(took, sizeof took, "%.3f ms", (double)(end - e->start_ns) / 1e6);
+    if (ns >= 0)
+      snprintf(took, sizeof took, "%.3f ms", (double)ns / 1e6);
     else
       snprintf(took, sizeof took, "not finished");
     used += (size_t)snprintf(out + used, len - used, "  #%lu %s on communicator %d (its #%u): %s, began %.1f s ago\n",
@@ -138,10 +167,10 @@ void mpic_flight_write(int fd) {
     at = put_u(line, at, sizeof line, (unsigned long long)(e->comm_id < 0 ? 0 : e->comm_id));
     at = put(line, at, sizeof line, " (its #");
     at = put_u(line, at, sizeof line, e->seq);
-    int64_t end = __atomic_load_n(&e->end_ns, __ATOMIC_ACQUIRE);
-    if (end) {
+    int64_t ns = ended_after(e, numbers[k]);
+    if (ns >= 0) {
       at = put(line, at, sizeof line, "): ");
-      at = put_u(line, at, sizeof line, (unsigned long long)((end - e->start_ns) / 1000));
+      at = put_u(line, at, sizeof line, (unsigned long long)(ns / 1000));
       at = put(line, at, sizeof line, " us, began ");
     } else {
       at = put(line, at, sizeof line, "): not finished, began ");

@@ -12,9 +12,13 @@
 /* A collective begins: its signature (signature.h), the id of its
  * communicator (the ordinal of the split of the world that made it, the same
  * on every member: mpic_flight_new_split), its sequence number there.
- * Returns the slot to end. */
-int mpic_flight_begin(uint64_t sig, int comm_id, unsigned seq);
-void mpic_flight_end(int slot);
+ * Returns its ticket, for mpic_flight_end: the entry's own number, not its
+ * slot in the ring, so that ending it after RING newer collectives took the
+ * slot stamps nothing (a slot would stamp the newer entry as finished). */
+typedef unsigned long mpic_ticket;
+#define MPIC_NO_TICKET 0UL
+mpic_ticket mpic_flight_begin(uint64_t sig, int comm_id, unsigned seq);
+void mpic_flight_end(mpic_ticket ticket);
 
 /* The next split of MPI_COMM_WORLD's ordinal: every process makes XLA's and
  * the devices' splits in the same order, so it names one communicator on all

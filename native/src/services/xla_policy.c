@@ -10,12 +10,13 @@
  * of a silently wrong communicator. */
 #include <stdio.h>
 #include <stdlib.h>
-#include "agreement.h"
+#include "comm_record.h"
 #include "common.h"
 #include "end_job.h"
 #include "flight.h"
 #include "log.h"
 #include "settings.h"
+#include "signature.h"
 #include "split_plan.h"
 #include "xla_policy.h"
 
@@ -61,7 +62,7 @@ int mpic_xla_split(MPIABI_Comm comm, int color, int key, MPIABI_Comm *newcomm) {
    * communicators) have no id that means the same on every member. */
   int id = comm == MPIABI_COMM_WORLD ? mpic_flight_new_split() : -1;
   struct mpic_call call = {MPIC_SPLIT, 0, MPIABI_DATATYPE_NULL, MPIABI_OP_NULL};
-  int slot = mpic_flight_begin(mpic_signature(&call), id, 0);
+  mpic_ticket ticket = mpic_flight_begin(mpic_signature(&call), id, 0);
   if (check) {
     mpic_next_Comm_rank(comm, &rank);
     mpic_next_Comm_size(comm, &size);
@@ -107,10 +108,11 @@ int mpic_xla_split(MPIABI_Comm comm, int color, int key, MPIABI_Comm *newcomm) {
     free(all);
   }
   int ret = mpic_next_Comm_split(comm, color, key, newcomm);
-  mpic_flight_end(slot);
+  mpic_flight_end(ticket);
   if (check) __atomic_fetch_sub(&splits_running, 1, __ATOMIC_SEQ_CST);
-  if (ret != 0 || !check || *newcomm == MPIABI_COMM_NULL) return ret;
-  mpic_agreement_track(*newcomm, id);
+  if (ret != 0 || *newcomm == MPIABI_COMM_NULL) return ret;
+  mpic_record_add(*newcomm, id); /* whatever the checks: the flight record and the failure's sentence need it */
+  if (!check) return ret;
   int newrank = -1, newsize = 0;
   mpic_next_Comm_rank(*newcomm, &newrank);
   mpic_next_Comm_size(*newcomm, &newsize);

@@ -1,11 +1,13 @@
 /* Step 5 (devices.h): a collective on a device communicator is a rendezvous
  * of the group's local devices; the last to arrive makes one MPI call for
- * the process, over the group's process communicator, after the agreement
- * check there. */
+ * the process, over the group's process communicator, through the
+ * dispatcher (dispatch.h: the check, carrying small data as one device per
+ * process does, the flight record, the failure's sentence). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "agreement.h"
+#include "call_failed.h"
+#include "dispatch.h"
 #include "end_job.h"
 #include "internal.h"
 #include "waits.h"
@@ -31,13 +33,13 @@ static void run_allreduce(struct group *g) {
   if (acc != p[0].send) memcpy(acc, p[0].send, bytes);
   for (int s = 1; s < g->m; s++) {
     int ret = mpic_next_Reduce_local(p[s].send, acc, p[0].count, p[0].type, p[0].op);
-    if (ret != 0) mpic_agreement_failed("MPI_Reduce_local", ret);
+    if (ret != 0) mpic_call_failed("MPI_Reduce_local", ret);
   }
   if (g->q > 1) {
-    int slot = mpic_agreement_check(g->pc, MPIC_ALL_REDUCE, p[0].count, p[0].type, p[0].op);
-    int ret = mpic_next_Allreduce(MPIABI_IN_PLACE, acc, p[0].count, p[0].type, p[0].op, g->pc);
-    if (ret != 0) mpic_agreement_failed("MPI_Allreduce", ret);
-    mpic_agreement_finished(slot);
+    struct mpic_call c = {MPIC_ALL_REDUCE, p[0].count, p[0].type, p[0].op};
+    struct mpic_carry carry = mpic_carry_reduce(&c, acc, p[0].count, acc, 0, p[0].count);
+    struct mpic_allreduce_args a = {MPIABI_IN_PLACE, acc, p[0].count, p[0].type, p[0].op, g->pc};
+    mpic_dispatch(g->record, &c, &carry, "MPI_Allreduce", mpic_call_allreduce, &a);
   }
   for (int s = 1; s < g->m; s++)
     if (p[s].recv != acc) memcpy(p[s].recv, acc, bytes);
@@ -50,10 +52,12 @@ static void run_allgather(struct group *g) {
   if (g->q == 1 || g->blocked) {
     for (int s = 0; s < g->m; s++) memcpy(out + (size_t)g->keys[s] * block, p[s].send, block);
     if (g->q > 1) {
-      int slot = mpic_agreement_check(g->pc, MPIC_ALL_GATHER, p[0].count, p[0].type, MPIABI_OP_NULL);
-      int ret = mpic_next_Allgather(MPIABI_IN_PLACE, 0, p[0].type, out, p[0].count * g->m, p[0].type, g->pc);
-      if (ret != 0) mpic_agreement_failed("MPI_Allgather", ret);
-      mpic_agreement_finished(slot);
+      struct mpic_call c = {MPIC_ALL_GATHER, p[0].count, p[0].type, MPIABI_OP_NULL};
+      int64_t at = (int64_t)g->first_of_proc[g->pos] * p[0].count;
+      struct mpic_carry carry = mpic_carry_place(&c, out + (size_t)g->first_of_proc[g->pos] * block, at,
+                                                 (int64_t)g->m * p[0].count, out, (int64_t)g->n * p[0].count);
+      struct mpic_allgather_args a = {MPIABI_IN_PLACE, 0, p[0].type, out, p[0].count * g->m, p[0].type, g->pc};
+      mpic_dispatch(g->record, &c, &carry, "MPI_Allgather", mpic_call_allgather, &a);
     }
   } else {
     char *tmp = mpic_device_scratch(g, block * (size_t)g->n);
@@ -62,10 +66,12 @@ static void run_allgather(struct group *g) {
                                        mpic_device_world_rank(), g->color);
     for (int x = 0; x < g->q; x++) counts[x] = g->count_of_proc[x] * p[0].count, displs[x] = g->first_of_proc[x] * p[0].count;
     for (int s = 0; s < g->m; s++) memcpy(tmp + (size_t)(g->first_of_proc[g->pos] + s) * block, p[s].send, block);
-    int slot = mpic_agreement_check(g->pc, MPIC_ALL_GATHER, p[0].count, p[0].type, MPIABI_OP_NULL);
-    int ret = mpic_next_Allgatherv(MPIABI_IN_PLACE, 0, p[0].type, tmp, counts, displs, p[0].type, g->pc);
-    if (ret != 0) mpic_agreement_failed("MPI_Allgatherv", ret);
-    mpic_agreement_finished(slot);
+    struct mpic_call c = {MPIC_ALL_GATHER, p[0].count, p[0].type, MPIABI_OP_NULL};
+    struct mpic_carry carry = mpic_carry_place(&c, tmp + (size_t)g->first_of_proc[g->pos] * block,
+                                               (int64_t)displs[g->pos], counts[g->pos], tmp,
+                                               (int64_t)g->n * p[0].count);
+    struct mpic_allgatherv_args a = {MPIABI_IN_PLACE, 0, p[0].type, tmp, counts, displs, p[0].type, g->pc};
+    mpic_dispatch(g->record, &c, &carry, "MPI_Allgatherv", mpic_call_allgatherv, &a);
     for (int key = 0; key < g->n; key++)
       memcpy(out + (size_t)key * block, tmp + (size_t)(g->first_of_proc[g->proc_of_key[key]] + g->slot_of_key[key]) * block,
              block);
@@ -83,7 +89,7 @@ static void run_reduce_scatter(struct group *g) {
   memcpy(acc, p[0].send, total);
   for (int s = 1; s < g->m; s++) {
     int ret = mpic_next_Reduce_local(p[s].send, acc, n_elems, p[0].type, p[0].op);
-    if (ret != 0) mpic_agreement_failed("MPI_Reduce_local", ret);
+    if (ret != 0) mpic_call_failed("MPI_Reduce_local", ret);
   }
   if (g->q == 1) {
     for (int s = 0; s < g->m; s++) memcpy(p[s].recv, acc + (size_t)g->keys[s] * block, block);
@@ -101,11 +107,12 @@ static void run_reduce_scatter(struct group *g) {
   if (!counts) mpic_fatal("rank %d: out of memory in a reduce-scatter over device group %d", mpic_device_world_rank(),
                           g->color);
   for (int x = 0; x < g->q; x++) counts[x] = g->count_of_proc[x] * p[0].count;
-  int slot = mpic_agreement_check(g->pc, MPIC_REDUCE_SCATTER, n_elems, p[0].type, p[0].op);
-  int ret = mpic_next_Reduce_scatter(in, out, counts, p[0].type, p[0].op, g->pc);
+  struct mpic_call c = {MPIC_REDUCE_SCATTER, n_elems, p[0].type, p[0].op};
+  struct mpic_carry carry = mpic_carry_reduce(&c, in, n_elems, out, (int64_t)g->first_of_proc[g->pos] * p[0].count,
+                                              counts[g->pos]);
+  struct mpic_reduce_scatter_args a = {in, out, counts, p[0].type, p[0].op, g->pc};
+  mpic_dispatch(g->record, &c, &carry, "MPI_Reduce_scatter", mpic_call_reduce_scatter, &a);
   free(counts);
-  if (ret != 0) mpic_agreement_failed("MPI_Reduce_scatter", ret);
-  mpic_agreement_finished(slot);
   for (int s = 0; s < g->m; s++) memcpy(p[s].recv, out + (size_t)s * block, block);
 }
 

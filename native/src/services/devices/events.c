@@ -135,10 +135,10 @@ static int *exchange(struct mpic_device_arrival **batch, int nb, int size, int m
   int *entries = malloc(sizeof(int) * 3 * (size_t)size * (size_t)MPIC_MAX_LOCAL_DEVICES); /* color, key, process */
   if (!all || !entries) mpic_fatal("rank %d: out of memory creating device groups", me);
   struct mpic_call call = {MPIC_DEVICE_EXCHANGE, 0, MPIABI_DATATYPE_NULL, MPIABI_OP_NULL};
-  int slot = mpic_flight_begin(mpic_signature(&call), mpic_flight_new_split(), 0);
+  mpic_ticket ticket = mpic_flight_begin(mpic_signature(&call), mpic_flight_new_split(), 0);
   if (mpic_next_Allgather(rec, R, MPIABI_INT, all, R, MPIABI_INT, MPIABI_COMM_WORLD) != 0)
     mpic_fatal("rank %d: MPI_Allgather over MPI_COMM_WORLD failed while creating device groups", me);
-  mpic_flight_end(slot);
+  mpic_flight_end(ticket);
   int n = 0;
   for (int p = 0; p < size; p++) {
     int *r = all + (size_t)p * R;

@@ -3,7 +3,7 @@
  * group), or a device communicator standing for (group, key). */
 #include <pthread.h>
 #include <stdlib.h>
-#include "agreement.h"
+#include "comm_record.h"
 #include "end_job.h"
 #include "groups.h"
 #include "internal.h"
@@ -48,7 +48,7 @@ static void give_process_comm(const struct mpic_planned *p, MPIABI_Comm pc, int 
                               struct mpic_device_arrival **batch, int nb, int me) {
   int rank = -1;
   mpic_next_Comm_rank(pc, &rank);
-  mpic_agreement_track(pc, id);
+  mpic_record_add(pc, id);
   for (int b = 0; b < nb; b++)
     if (batch[b]->color == p->color) {
       if (rank != batch[b]->key)
@@ -78,7 +78,7 @@ void mpic_device_group_give(const struct mpic_planned *p, const int *entries, MP
     if (rank != g->pos)
       mpic_fatal("rank %d: the process communicator for device group %d gave rank %d where %d was expected", me,
                  g->color, rank, g->pos);
-    mpic_agreement_track(g->pc, id);
+    g->record = mpic_record_add(g->pc, id);
   }
   pthread_mutex_init(&g->mu, NULL);
   pthread_cond_init(&g->cv, NULL);

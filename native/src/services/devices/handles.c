@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "agreement.h"
+#include "comm_record.h"
 #include "end_job.h"
 #include "internal.h"
 
@@ -30,8 +30,12 @@ static void map_region(void) {
   __atomic_store_n(&region, (uintptr_t)p, __ATOMIC_RELEASE);
 }
 
+/* A freed handle's number goes back on a stack and is handed out again:
+ * XLA creates and frees device communicators as programs come and go, and
+ * only those alive at once count against MAX_HANDLES. */
 static struct handle *handles[MAX_HANDLES];
-static int nhandles = 0;
+static int nhandles = 0; /* numbers ever handed out */
+static int free_handles[MAX_HANDLES], nfree_handles = 0;
 static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int mpic_is_device_comm(MPIABI_Comm comm) {
@@ -48,8 +52,10 @@ struct handle *mpic_device_handle(MPIABI_Comm comm) { return handles[comm - regi
 void mpic_device_handles_new(struct group *g, MPIABI_Comm *out) {
   pthread_once(&region_once, map_region);
   pthread_mutex_lock(&handles_lock);
-  if (nhandles + g->m > MAX_HANDLES)
-    mpic_fatal("rank %d: more than %d device communicators. Fix: use fewer distinct device groups",
+  if (nhandles - nfree_handles + g->m > MAX_HANDLES)
+    mpic_fatal("rank %d: XLA holds more than %d device communicators at once. Fix: use fewer distinct device "
+               "groups (meshes, sub-meshes) in one program, or free jitted programs no longer used "
+               "(jax.clear_caches())",
                mpic_device_world_rank(), MAX_HANDLES);
   for (int s = 0; s < g->m; s++) {
     struct handle *h = calloc(1, sizeof *h);
@@ -57,9 +63,9 @@ void mpic_device_handles_new(struct group *g, MPIABI_Comm *out) {
     h->g = g;
     h->key = g->keys[s];
     h->slot = s;
-    handles[nhandles] = h;
-    out[s] = region + (uintptr_t)nhandles;
-    nhandles++;
+    int i = nfree_handles ? free_handles[--nfree_handles] : nhandles++;
+    handles[i] = h;
+    out[s] = region + (uintptr_t)i;
     g->live++;
   }
   pthread_mutex_unlock(&handles_lock);
@@ -75,16 +81,27 @@ int mpic_device_comm_size(MPIABI_Comm comm, int *size) {
   return 0;
 }
 
-/* The process communicator goes with the group's last handle. */
+/* The handle's number is free again; the process communicator and the
+ * group's scratch buffer go with the group's last handle (the group itself,
+ * a few hundred bytes, stays: a transfer's message may still point at it). */
 int mpic_device_comm_free(MPIABI_Comm *comm) {
-  struct handle *h = mpic_device_handle(*comm);
+  uintptr_t i = *comm - region;
+  struct handle *h = handles[i];
   *comm = MPIABI_COMM_NULL;
+  if (!h) return 0; /* freed before */
+  struct group *g = h->g;
   pthread_mutex_lock(&handles_lock);
-  int last = !h->freed && --h->g->live == 0;
-  h->freed = 1;
+  int last = --g->live == 0;
+  handles[i] = NULL;
+  free_handles[nfree_handles++] = (int)i;
   pthread_mutex_unlock(&handles_lock);
-  if (last && h->g->pc != MPIABI_COMM_NULL) return mpic_agreement_comm_free(&h->g->pc);
-  return 0;
+  free(h);
+  if (!last) return 0;
+  free(g->scratch);
+  g->scratch = NULL, g->scratch_size = 0;
+  if (g->pc == MPIABI_COMM_NULL) return 0;
+  g->record = NULL;
+  return mpic_record_free(&g->pc);
 }
 
 /* ---- requests for pending local transfers ---- */

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include "comm_record.h"
 #include "common.h"
 #include "devices.h"
 
@@ -28,6 +29,7 @@ struct group {
   int keys[MPIC_MAX_LOCAL_DEVICES]; /* this process's members, ascending */
   int q, pos;            /* processes in the group, and this one's place among them */
   MPIABI_Comm pc;        /* the processes' communicator; MPIABI_COMM_NULL when q == 1 */
+  struct mpic_record *record; /* pc's (comm_record.h); NULL when q == 1 */
   int *proc_of_key;      /* n: the place of the process holding each key */
   int *slot_of_key;      /* n: the key's place among that process's members */
   int *count_of_proc;    /* q: members per process */
@@ -51,7 +53,6 @@ struct handle {
   struct group *g;
   int key;  /* the device's rank in the group */
   int slot; /* its place among this process's members of the group */
-  int freed;
 };
 
 /* ---- handles.c ---- */

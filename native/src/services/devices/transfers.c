@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "agreement.h"
+#include "call_failed.h"
 #include "arrivals.h"
 #include "end_job.h"
 #include "internal.h"
@@ -100,7 +100,7 @@ int mpic_device_irecv(void *buf, int count, MPIABI_Datatype type, int source, in
 int mpic_device_isend(const void *buf, int count, MPIABI_Datatype datatype, int dest, int tag, MPIABI_Comm comm,
                       MPIABI_Request *request) {
   int ret = transfer(comm, 0, (void *)buf, count, datatype, dest, tag, request);
-  if (ret != 0) mpic_agreement_failed("MPI_Isend", ret);
+  if (ret != 0) mpic_call_failed("MPI_Isend", ret);
   return ret;
 }
 
@@ -130,11 +130,11 @@ int mpic_device_sendrecv(const void *sendbuf, int sendcount, MPIABI_Datatype sen
   MPIABI_Request r[2];
   int ret = transfer(comm, 1, recvbuf, recvcount, recvtype, source, recvtag, &r[0]);
   if (ret == 0) ret = transfer(comm, 0, (void *)sendbuf, sendcount, sendtype, dest, sendtag, &r[1]);
-  if (ret != 0) mpic_agreement_failed("MPI_Sendrecv", ret);
+  if (ret != 0) mpic_call_failed("MPI_Sendrecv", ret);
   for (int i = 0; i < 2; i++) {
     MPIABI_Status *s = i == 0 ? status : MPIABI_STATUS_IGNORE;
     ret = mpic_is_device_request(r[i]) ? mpic_device_wait(&r[i], s) : mpic_arrival_wait(&r[i], s);
-    if (ret != 0) mpic_agreement_failed("MPI_Wait", ret);
+    if (ret != 0) mpic_call_failed("MPI_Wait", ret);
   }
   return 0;
 }
