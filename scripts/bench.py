@@ -23,6 +23,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--families", nargs="+", default=["mpich", "impi", "openmpi"])
     parser.add_argument("--out-dir", default=os.path.join(ROOT, "docs", "benchmarks"))
+    parser.add_argument("--block", default="bench-results",
+                        help="docs/benchmarks.md's block the summary replaces (bench-user-results for the run in "
+                             "docs/benchmarks/user-loops)")
     args, rest = parser.parse_known_args()
     args.out_dir = os.path.abspath(args.out_dir)  # the bench runs from inside it
     os.makedirs(args.out_dir, exist_ok=True)
@@ -41,7 +44,8 @@ def main():
                                  env=env, cwd=args.out_dir).returncode
     if status == 0 and venv and "--smoke" not in rest:
         status = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "mpi_collectives.tools.bench.summary",
-                                 args.out_dir, "--readme", os.path.join(ROOT, "docs", "benchmarks.md")],
+                                 args.out_dir, "--readme", os.path.join(ROOT, "docs", "benchmarks.md"),
+                                 "--block", args.block],
                                 env=env, cwd=args.out_dir).returncode
     return status
 
