@@ -118,6 +118,9 @@ def cmd_info(args) -> int:
         advice = layout.advice(placements)
         if advice:
             info["layout_advice"] = advice
+        from .base import settings
+        from .services import node_path
+        info["node_path"] = node_path.describe(placements, settings.read())
         info["tunings"] = tunings_initialize_would_apply(info["rank"], placements)
         info["job"] = job_wide_choices(info["rank"], info["size"], info["thread_level"])
         if info["rank"] != 0:

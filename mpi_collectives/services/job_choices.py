@@ -42,7 +42,10 @@ UNSET = "unset"
 # environment variable (what a user sets) and the field of settings.Settings.
 WIRE_SETTINGS = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "check_collectives", "MPI_COLLECTIVES_ANY_THREAD": "any_thread",
                  # The split check is an allgather of its own inside each of XLA's MPI_Comm_split calls.
-                 "MPI_COLLECTIVES_CHECK_SPLITS": "check_splits"}
+                 "MPI_COLLECTIVES_CHECK_SPLITS": "check_splits",
+                 # Whether each of XLA's communicators on one node makes a shared window, and which
+                 # all-reduces go through it: ranks that differ would wait in different calls.
+                 "MPI_COLLECTIVES_NODE_PATH": "node_path", "MPI_COLLECTIVES_NODE_PATH_MIN": "node_path_min"}
 # How to make each kind of setting the same on every rank.
 _FIX_ENV = ("set {name} to one value for every rank (export it in the job script before the launcher: "
             "mpiexec -genv, mpirun -x and srun pass the environment on), or unset it everywhere")

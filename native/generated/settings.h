@@ -24,6 +24,8 @@ struct mpic_settings {
   int any_thread; /* MPI_COLLECTIVES_ANY_THREAD */
   int check_splits; /* MPI_COLLECTIVES_CHECK_SPLITS */
   int check_collectives; /* MPI_COLLECTIVES_CHECK_COLLECTIVES */
+  int node_path; /* MPI_COLLECTIVES_NODE_PATH */
+  int node_path_min; /* MPI_COLLECTIVES_NODE_PATH_MIN */
   int devices_timeout; /* MPI_COLLECTIVES_DEVICES_TIMEOUT */
   int verbose; /* MPI_COLLECTIVES_VERBOSE */
   const char *trace_dir; /* MPI_COLLECTIVES_TRACE_DIR */

@@ -187,7 +187,8 @@ def test_a_rank_with_a_setting_of_its_own_stops_the_job_with_one_line(case):
 # launch below gives one rank; a new setting must be placed here.
 COMPARED = {"MPI_COLLECTIVES_CHECK_COLLECTIVES", "MPI_COLLECTIVES_ANY_THREAD", "MPI_COLLECTIVES_CHECK_SPLITS",
             "MPI_COLLECTIVES_THREAD_LEVEL",  # (the thread level MPI granted)
-            "MPI_COLLECTIVES_MPI_SETTINGS", "MPI_COLLECTIVES_TUNING_FILE"}  # (the library variables they give)
+            "MPI_COLLECTIVES_MPI_SETTINGS", "MPI_COLLECTIVES_TUNING_FILE",  # (the library variables they give)
+            "MPI_COLLECTIVES_NODE_PATH", "MPI_COLLECTIVES_NODE_PATH_MIN"}
 ALONE = {"MPI_COLLECTIVES_BIND_CPUS": "0", "MPI_COLLECTIVES_WATCH_PEERS": "0", "MPI_COLLECTIVES_KEEP_MEMORY": "0",
          "MPI_COLLECTIVES_STALL_REPORT": "0", "MPI_COLLECTIVES_STALL_TIMEOUT": "300",
          "MPI_COLLECTIVES_EXIT_TIMEOUT": "10", "MPI_COLLECTIVES_PREEMPTION_GRACE": "0",

@@ -150,3 +150,21 @@ def test_layouts_names_a_time_it_cannot_find():
     proc = layouts("--per-node", "1", "--time", r"no such line (\d+)", "--", PY, "-c", "print('hello')")
     assert proc.returncode == 1, explain(proc)
     assert "FAILED (--time 'no such line (\\\\d+)' matched nothing in its output)" in proc.stdout, explain(proc)
+
+
+def test_the_node_paths_line_says_what_it_will_do():
+    from mpi_collectives.base.settings import read
+    from mpi_collectives.services.layout import Placement
+    from mpi_collectives.services.node_path import describe
+
+    two = [Placement("a", frozenset({0}), {}), Placement("a", frozenset({1}), {})]
+    on = read(node_path=1, node_path_min=262144)
+    assert describe(two, on, free=1 << 30) == (
+        "on: all-reduces of at least 262144 bytes among ranks of one node go through a shared window of MPI's "
+        "(2048 KiB of shared memory for 2 ranks, per communicator)")
+    short = describe(two + [Placement("b", frozenset({0}), {})], on, free=3 << 20)
+    assert short.endswith("communicators that span nodes keep the library's; but /dev/shm has 3072 KiB free here, "
+                          "less than twice that: each communicator will use the library's own (a larger /dev/shm, "
+                          "or MPI_COLLECTIVES_NODE_PATH=0)"), short
+    assert describe([Placement("a", frozenset({0}), {}), Placement("b", frozenset({0}), {})], on).startswith("not used")
+    assert describe(two, read(node_path=0)).startswith("off (MPI_COLLECTIVES_NODE_PATH=0)")

@@ -2,7 +2,10 @@
 (time.sleep, in a function named away_from_the_collective, which its stacks
 must show) before a psum that the other ranks are already waiting in.
 
-    stall.py SECONDS [ROUNDS]
+    stall.py SECONDS [ELEMENTS]
+
+ELEMENTS (default 4) per rank: 1048576 (4 MiB) puts the psum on the node path
+(native/src/services/node/) where the ranks share a node.
 
 Every rank then checks the psum exactly and prints "PASS stall rank R"; the
 test reads the stall report and the stacks from stderr."""
@@ -24,7 +27,8 @@ rank, size = info.rank, info.size
 mesh = Mesh(np.array(jax.devices()), ("x",))
 n = len(jax.devices())
 psum = jax.jit(jax_compat.shard_map()(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
-full = np.arange(n * 4, dtype=np.float32).reshape(n, 4)
+elements = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+full = (np.arange(n * elements) % 251).astype(np.float32).reshape(n, elements)
 x = jax.make_array_from_callback(full.shape, NamedSharding(mesh, P("x")), lambda index: full[index])
 want = full.sum(0, keepdims=True)
 assert np.array_equal(np.asarray(psum(x).addressable_data(0)), want)  # the communicator exists: a warm-up

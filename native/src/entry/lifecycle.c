@@ -15,6 +15,7 @@
 #include "library.h"
 #include "loader.h"
 #include "log.h"
+#include "node.h"
 #include "xla_policy.h"
 
 static void check_launcher(void) {
@@ -64,6 +65,10 @@ MPIABI_EXPORT int MPIABI_Init(int *argc, char ***argv) {
 }
 
 MPIABI_EXPORT int MPIABI_Finalize(void) {
+  /* XLA is done with its communicators: the node path's windows go first, whoever finalizes
+   * MPI (a window left to the library's finalize, or to mpi4py's later, is an error on some). */
+  int finalized = 1;
+  if (mpic_next_Finalized(&finalized) == 0 && !finalized) mpic_node_finalize();
   if (!mpic_initialized_by_us) return 0;
   if (!mpic_claim_finalize()) return 0;
   mpic_log(1, "MPI_Finalize");

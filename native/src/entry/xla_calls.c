@@ -18,6 +18,7 @@
 #include "devices.h"
 #include "family.h"
 #include "loader.h"
+#include "node.h"
 #include "xla_collectives.h"
 #include "xla_policy.h"
 
@@ -47,6 +48,7 @@ MPIABI_EXPORT int MPIABI_Comm_size(MPIABI_Comm comm, int *size) {
 
 MPIABI_EXPORT int MPIABI_Comm_free(MPIABI_Comm *comm) {
   if (comm && mpic_is_device_comm(*comm)) return mpic_device_comm_free(comm);
+  if (comm) mpic_node_detach(mpic_record_of(*comm));
   return mpic_record_free(comm);
 }
 

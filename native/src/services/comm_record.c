@@ -70,7 +70,7 @@ struct mpic_record *mpic_record_add(MPIABI_Comm comm, int id) {
                world_rank, MPIC_MAX_RECORDS);
   struct mpic_record *r = &records[at];
   free(r->members);
-  r->comm = comm, r->id = id, r->seq = 0, r->size = size, r->rank = rank, r->members = members;
+  r->comm = comm, r->id = id, r->seq = 0, r->size = size, r->rank = rank, r->members = members, r->node = NULL;
   __atomic_store_n(&r->live, 1, __ATOMIC_RELEASE);
   if (at == high) __atomic_store_n(&high, high + 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&lock);

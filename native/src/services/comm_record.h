@@ -13,6 +13,8 @@
 #include "common.h"
 #include "flight.h"
 
+struct mpic_node; /* the node path's window (node/node.h), NULL where there is none */
+
 struct mpic_record {
   MPIABI_Comm comm;
   int live;     /* 0: free for the next communicator */
@@ -20,6 +22,7 @@ struct mpic_record {
   unsigned seq; /* its collectives so far */
   int size, rank;
   int *members; /* size ranks in MPI_COMM_WORLD, or NULL when they could not be read */
+  struct mpic_node *node;
 };
 
 /* A communicator XLA has just created: recorded, its errors returned to the

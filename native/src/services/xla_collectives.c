@@ -3,6 +3,7 @@
  * the dispatcher to run. */
 #include "check_block.h"
 #include "dispatch.h"
+#include "node.h"
 #include "xla_collectives.h"
 
 int mpic_xla_allreduce(struct mpic_record *r, const void *sendbuf, void *recvbuf, int count, MPIABI_Datatype datatype,
@@ -11,7 +12,10 @@ int mpic_xla_allreduce(struct mpic_record *r, const void *sendbuf, void *recvbuf
   struct mpic_carry carry =
       mpic_carry_reduce(&c, sendbuf == MPIABI_IN_PLACE ? recvbuf : sendbuf, count, recvbuf, 0, count);
   struct mpic_allreduce_args a = {sendbuf, recvbuf, count, datatype, op, r->comm};
-  return mpic_dispatch(r, &c, &carry, "MPI_Allreduce", mpic_call_allreduce, &a);
+  int esize = 0;
+  mpic_next_Type_size(datatype, &esize);
+  int node = mpic_node_takes_allreduce(r, (size_t)esize * (size_t)(count > 0 ? count : 0));
+  return mpic_dispatch(r, &c, &carry, "MPI_Allreduce", node ? mpic_node_call_allreduce : mpic_call_allreduce, &a);
 }
 
 int mpic_xla_allgather(struct mpic_record *r, const void *sendbuf, int sendcount, MPIABI_Datatype sendtype,

@@ -10,6 +10,7 @@
 #include "dispatch.h"
 #include "end_job.h"
 #include "internal.h"
+#include "node.h"
 #include "waits.h"
 
 static void local_posts_agree(struct group *g) {
@@ -39,7 +40,8 @@ static void run_allreduce(struct group *g) {
     struct mpic_call c = {MPIC_ALL_REDUCE, p[0].count, p[0].type, p[0].op};
     struct mpic_carry carry = mpic_carry_reduce(&c, acc, p[0].count, acc, 0, p[0].count);
     struct mpic_allreduce_args a = {MPIABI_IN_PLACE, acc, p[0].count, p[0].type, p[0].op, g->pc};
-    mpic_dispatch(g->record, &c, &carry, "MPI_Allreduce", mpic_call_allreduce, &a);
+    int node = mpic_node_takes_allreduce(g->record, bytes);
+    mpic_dispatch(g->record, &c, &carry, "MPI_Allreduce", node ? mpic_node_call_allreduce : mpic_call_allreduce, &a);
   }
   for (int s = 1; s < g->m; s++)
     if (p[s].recv != acc) memcpy(p[s].recv, acc, bytes);

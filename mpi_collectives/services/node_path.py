@@ -1,0 +1,41 @@
+"""What the node's own data path (native/src/services/node/) will do for a job, in
+words, for `mpi-collectives info --init` and `doctor`: whether XLA's communicators
+among ranks of one node get a shared window, from which size, and whether this
+node's /dev/shm has room for them. The native layer decides for itself, per
+communicator, by the same rules (docs/design.md, "The node's own data path")."""
+import os
+
+# native/src/services/node/node.h: MPIC_NODE_CHUNK, two halves a rank
+WINDOW_PER_RANK = 2 * 512 * 1024
+
+
+def shm_free(path="/dev/shm"):
+    """Bytes free in the node's shared-memory filesystem, or None where there is none."""
+    try:
+        fs = os.statvfs(path)
+    except OSError:
+        return None
+    return fs.f_bavail * fs.f_frsize
+
+
+def describe(placements: list, chosen, free=None) -> str:
+    """One line: off, or on with its threshold and memory, and the room left where it is short.
+    placements: layout.gather's, one per rank; chosen: settings.read()'s."""
+    if not chosen.node_path:
+        return "off (MPI_COLLECTIVES_NODE_PATH=0): every collective is the MPI library's own"
+    per_node = {}
+    for p in placements:
+        per_node[p.host] = per_node.get(p.host, 0) + 1
+    most = max(per_node.values())
+    if most < 2:
+        return "not used: no two ranks share a node (one rank a node: nothing moves within a node)"
+    need = most * WINDOW_PER_RANK
+    free = shm_free() if free is None else free
+    line = (f"on: all-reduces of at least {chosen.node_path_min} bytes among ranks of one node go through "
+            f"a shared window of MPI's ({need // 1024} KiB of shared memory for {most} ranks, per communicator)")
+    if len(per_node) > 1:
+        line += "; communicators that span nodes keep the library's"
+    if free is not None and free < 2 * need:
+        line += (f"; but /dev/shm has {free // 1024} KiB free here, less than twice that: each communicator "
+                 "will use the library's own (a larger /dev/shm, or MPI_COLLECTIVES_NODE_PATH=0)")
+    return line

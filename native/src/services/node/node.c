@@ -1,0 +1,223 @@
+/* The node's own data path (node.h).
+ *
+ * The window: each rank of the communicator owns 2 x MPIC_NODE_CHUNK bytes
+ * of shared memory (its own pages: alloc_shared_noncontig), and every rank
+ * can read and write every rank's share directly.
+ *
+ * An all-reduce, chunk by chunk (at most MPIC_NODE_CHUNK bytes each):
+ *   1. each rank copies its chunk of the input into its share;
+ *   2. barrier;
+ *   3. each rank reduces its own slice of the chunk (a P-th, on element
+ *      boundaries) from every other rank's share into its own, with
+ *      MPI_Reduce_local: the library's own arithmetic for every datatype and
+ *      reduction it knows, the narrow types and user operations included;
+ *   4. barrier;
+ *   5. each rank copies every slice of the result from its owner's share.
+ * Each element is reduced once, by one rank, in one order, so every rank
+ * gets the same bits. Memory traffic per rank is about three times the
+ * buffer, spread over all ranks at once; the library's own protocols on
+ * MPICH and Open MPI copy through fixed cells several times over. Chunks use
+ * the two halves of each share in turn, so a half is written again only
+ * after every rank has passed the barrier that follows its last reading:
+ * two barriers a chunk, none at the end of a call.
+ *
+ * The barriers are MPI_Barrier on the window's communicator: a rank waits
+ * in MPI, where the stall report, the peer watch and SIGTERM find it. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include "call_failed.h"
+#include "dispatch.h"
+#include "end_job.h"
+#include "log.h"
+#include "node.h"
+#include "settings.h"
+
+struct mpic_node {
+  MPIABI_Comm shm; /* the same members, in the same order, as the record's communicator */
+  MPIABI_Win win;
+  int size, rank;
+  char **shares; /* size: each rank's 2 x MPIC_NODE_CHUNK bytes */
+  unsigned long turn; /* chunks so far: which half is next */
+  int id;             /* the record's id, for the order of mpic_node_finalize */
+  struct mpic_record *record; /* whose node this is (records are never freed: comm_record.c) */
+  struct mpic_node *next; /* every live window, for mpic_node_finalize */
+};
+
+static struct mpic_node *windows = NULL;
+static pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The library's words for an error code, on one line. */
+static void words(int code, char *out, int len) {
+  int n = 0;
+  if (mpic_next_Error_string(code, out, &n) != 0) snprintf(out, (size_t)len, "error code %d", code);
+  for (char *p = out; *p; p++)
+    if (*p == '\n') *p = ' ';
+}
+
+/* Whether the node's shared-memory filesystem has room for the window
+ * twice over. MPICH maps a window's file in /dev/shm and touches its pages
+ * later: where the filesystem is full then (a container's 64 MiB /dev/shm),
+ * the rank dies of SIGBUS instead of an error from MPI_Win_allocate_shared,
+ * so the room is looked at first. A node without /dev/shm says nothing: the
+ * library keeps its windows elsewhere. */
+static int room_for(size_t bytes, char *why, size_t len) {
+  struct statvfs fs;
+  if (statvfs("/dev/shm", &fs) != 0) return 1;
+  unsigned long long free_bytes = (unsigned long long)fs.f_bavail * fs.f_frsize;
+  if (free_bytes >= 2ULL * bytes) return 1;
+  snprintf(why, len, "/dev/shm has %llu KiB free, and the window needs %zu KiB", free_bytes / 1024, bytes / 1024);
+  return 0;
+}
+
+void mpic_node_attach(struct mpic_record *r) {
+  if (!r || !mpic_settings.node_path || r->size < 2) return;
+  MPIABI_Comm shm = MPIABI_COMM_NULL;
+  int ret = mpic_next_Comm_split_type(r->comm, MPIABI_COMM_TYPE_SHARED, r->rank, MPIABI_INFO_NULL, &shm);
+  int shm_size = 0;
+  if (ret == 0 && shm != MPIABI_COMM_NULL) mpic_next_Comm_size(shm, &shm_size);
+  if (ret != 0 || shm_size != r->size) {
+    /* Ranks on several nodes: each node's part sees fewer ranks than the communicator has, on every
+     * node alike, so every member decides the same. */
+    if (shm != MPIABI_COMM_NULL) mpic_next_Comm_free(&shm);
+    mpic_log(2, "communicator %d: its %d ranks span nodes: the MPI library's own collectives", r->id, r->size);
+    return;
+  }
+  mpic_next_Comm_set_errhandler(shm, MPIABI_ERRORS_RETURN);
+  char why[512] = "";
+  int room = room_for((size_t)r->size * 2 * MPIC_NODE_CHUNK, why, sizeof why), everywhere = 0;
+  if (mpic_next_Allreduce(&room, &everywhere, 1, MPIABI_INT, MPIABI_MIN, shm) != 0 || !everywhere) {
+    if (r->rank == 0)
+      mpic_log(0, "rank %d: no room for the node path of communicator %d (%s); its collectives use the MPI "
+                  "library's own. Fix: a larger /dev/shm (docker run --shm-size), or MPI_COLLECTIVES_NODE_PATH=0 "
+                  "to leave it off",
+               mpic_record_world_rank(), r->id, room ? "another rank's /dev/shm is short" : why);
+    mpic_next_Comm_free(&shm);
+    return;
+  }
+  MPIABI_Info info = MPIABI_INFO_NULL;
+  if (mpic_next_Info_create(&info) == 0) mpic_next_Info_set(info, "alloc_shared_noncontig", "true");
+  void *base = NULL;
+  MPIABI_Win win = MPIABI_WIN_NULL;
+  ret = mpic_next_Win_allocate_shared((MPIABI_Aint)(2 * MPIC_NODE_CHUNK), 1, info, shm, &base, &win);
+  if (info != MPIABI_INFO_NULL) mpic_next_Info_free(&info);
+  int ok = ret == 0, all = 0;
+  if (!ok) words(ret, why, sizeof why);
+  /* Every rank learns whether every rank has its share: all use the window, or none. */
+  if (mpic_next_Allreduce(&ok, &all, 1, MPIABI_INT, MPIABI_MIN, shm) != 0) all = 0;
+  struct mpic_node *n = NULL;
+  if (all) {
+    n = calloc(1, sizeof *n);
+    char **shares = calloc((size_t)r->size, sizeof *shares);
+    for (int q = 0; n && shares && q < r->size; q++) {
+      MPIABI_Aint size = 0;
+      int unit = 0;
+      if (mpic_next_Win_shared_query(win, q, &size, &unit, &shares[q]) != 0 || size < 2 * MPIC_NODE_CHUNK) {
+        free(shares);
+        shares = NULL;
+      }
+    }
+    if (!n || !shares)
+      mpic_fatal("rank %d: could not map the node path's shared window of communicator %d. Fix: "
+                 "MPI_COLLECTIVES_NODE_PATH=0",
+                 mpic_record_world_rank(), r->id);
+    *n = (struct mpic_node){shm, win, r->size, r->rank, shares, 0, r->id, r, NULL};
+    pthread_mutex_lock(&windows_lock);
+    n->next = windows;
+    windows = n;
+    pthread_mutex_unlock(&windows_lock);
+    r->node = n;
+    mpic_log(2, "communicator %d: %d ranks on one node: all-reduces from %d bytes through a shared window "
+                "(%d KiB a rank)",
+             r->id, r->size, mpic_settings.node_path_min, 2 * MPIC_NODE_CHUNK / 1024);
+    return;
+  }
+  /* Where it cannot be had (a small /dev/shm, a container): the library's own, and one line. */
+  if (r->rank == 0 || !ok)
+    mpic_log(0, "rank %d: no shared memory for the node path of communicator %d (%s); its collectives use the "
+                "MPI library's own. Fix: a larger /dev/shm, or MPI_COLLECTIVES_NODE_PATH=0 to leave it off",
+             mpic_record_world_rank(), r->id, ok ? "another rank's MPI_Win_allocate_shared failed" : why);
+  if (ok) mpic_next_Win_free(&win);
+  mpic_next_Comm_free(&shm);
+}
+
+static void release(struct mpic_node *n) {
+  mpic_next_Win_free(&n->win);
+  mpic_next_Comm_free(&n->shm);
+  free(n->shares);
+  free(n);
+}
+
+void mpic_node_detach(struct mpic_record *r) {
+  if (!r || !r->node) return;
+  struct mpic_node *n = r->node;
+  r->node = NULL;
+  pthread_mutex_lock(&windows_lock);
+  for (struct mpic_node **p = &windows; *p; p = &(*p)->next)
+    if (*p == n) {
+      *p = n->next;
+      break;
+    }
+  pthread_mutex_unlock(&windows_lock);
+  release(n);
+}
+
+void mpic_node_finalize(void) {
+  for (;;) {
+    /* The oldest first: every rank frees the windows it shares with others in one order. */
+    pthread_mutex_lock(&windows_lock);
+    struct mpic_node **oldest = NULL;
+    for (struct mpic_node **p = &windows; *p; p = &(*p)->next)
+      if (!oldest || (*p)->id < (*oldest)->id) oldest = p;
+    struct mpic_node *n = oldest ? *oldest : NULL;
+    if (n) *oldest = n->next;
+    pthread_mutex_unlock(&windows_lock);
+    if (!n) return;
+    n->record->node = NULL;
+    release(n);
+  }
+}
+
+int mpic_node_takes_allreduce(const struct mpic_record *r, size_t bytes) {
+  return r && r->node && bytes >= (size_t)mpic_settings.node_path_min && bytes > 0;
+}
+
+static void barrier(const struct mpic_node *n) {
+  int ret = mpic_next_Barrier(n->shm);
+  if (ret != 0) mpic_call_failed("MPI_Barrier (the node path's)", ret);
+}
+
+int mpic_node_call_allreduce(void *args) {
+  struct mpic_allreduce_args *a = args;
+  struct mpic_record *r = mpic_record_of(a->comm);
+  struct mpic_node *n = r ? r->node : NULL;
+  if (!n) return mpic_call_allreduce(args);
+  int esize = 0;
+  int ret = mpic_next_Type_size(a->type, &esize);
+  if (ret != 0 || esize <= 0) return ret ? ret : mpic_call_allreduce(args);
+  const char *in = a->send == MPIABI_IN_PLACE ? a->recv : a->send;
+  char *out = a->recv;
+  int64_t per_chunk = MPIC_NODE_CHUNK / esize, P = n->size;
+  for (int64_t first = 0; first < a->count; first += per_chunk) {
+    int64_t count = a->count - first < per_chunk ? a->count - first : per_chunk;
+    size_t half = (n->turn++ & 1) * MPIC_NODE_CHUNK;
+    memcpy(n->shares[n->rank] + half, in + first * esize, (size_t)(count * esize));
+    barrier(n);
+    int64_t lo = count * n->rank / P, hi = count * (n->rank + 1) / P;
+    char *mine = n->shares[n->rank] + half + lo * esize;
+    for (int k = 1; k < P && hi > lo; k++) {
+      const char *theirs = n->shares[(n->rank + k) % P] + half + lo * esize;
+      ret = mpic_next_Reduce_local(theirs, mine, (int)(hi - lo), a->type, a->op);
+      if (ret != 0) mpic_call_failed("MPI_Reduce_local (the node path's)", ret);
+    }
+    barrier(n);
+    for (int64_t q = 0; q < P; q++) {
+      int64_t qlo = count * q / P, qhi = count * (q + 1) / P;
+      memcpy(out + (first + qlo) * esize, n->shares[q] + half + qlo * esize, (size_t)((qhi - qlo) * esize));
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,41 @@
+/* The node's own data path (node.c): for a communicator XLA created whose
+ * ranks all share one node, a shared-memory window of MPI's (MPI_Comm_split_type
+ * MPI_COMM_TYPE_SHARED, MPI_Win_allocate_shared: standard MPI-3, on every
+ * family the wrapper loads) through which large all-reduces move, at the
+ * speed of the node's memory instead of the library's own shared-memory
+ * protocol (MPICH and Open MPI are 3-4x off that floor on a 16-core node).
+ *
+ * Attached by the services that record a communicator (xla_policy.c,
+ * devices/groups.c) right after its creation, which every member makes at
+ * the same point; detached before it is freed (entry/xla_calls.c,
+ * devices/handles.c) and at MPI_Finalize (entry/lifecycle.c). Its all-reduce
+ * is a call the dispatcher makes (dispatch.h) after the agreement check, so
+ * the check, the flight record, the stall report and a failure's sentence
+ * cover a rank waiting in it as they cover one waiting in the library. */
+#ifndef MPI_COLLECTIVES_NODE_H
+#define MPI_COLLECTIVES_NODE_H
+
+#include <stddef.h>
+#include "comm_record.h"
+#include "common.h"
+
+/* Each rank's share of a communicator's window: two halves of CHUNK bytes,
+ * used in turn (node.c). */
+#define MPIC_NODE_CHUNK (512 * 1024)
+
+/* A new communicator's window, when MPI_COLLECTIVES_NODE_PATH=1, it has two
+ * ranks or more and they all share one node; collective over r's members. */
+void mpic_node_attach(struct mpic_record *r);
+/* Before r's communicator is freed: its window freed (collective). */
+void mpic_node_detach(struct mpic_record *r);
+/* Before MPI_Finalize: every window freed, in the order the communicators
+ * were created (the same on every rank), so that none is left to the library. */
+void mpic_node_finalize(void);
+
+/* Whether the node path takes an all-reduce of `bytes` on r. */
+int mpic_node_takes_allreduce(const struct mpic_record *r, size_t bytes);
+/* The all-reduce through the window, for mpic_dispatch's `call`: args is a
+ * struct mpic_allreduce_args (dispatch.h) on r's communicator. */
+int mpic_node_call_allreduce(void *args);
+
+#endif
