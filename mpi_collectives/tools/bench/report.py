@@ -5,7 +5,8 @@ from .c_loop import OPS
 from .user_loops import LAYERS
 
 PATHS = ["jax-mpi", "jax-mpi-unchecked", "jax-call", "C direct", "C via wrapper", "mpi4py", "jax-gloo"]
-BESIDE = ["mpi4jax", "memory floor"]  # shown where the run measured them (mpi4jax installed; newer runs)
+# shown where the run measured them (mpi4jax installed; newer runs; jax-mpi-library: all-reduce only)
+BESIDE = ["jax-mpi-library", "mpi4jax", "memory floor"]
 
 
 def paths_of(results) -> list:
@@ -223,6 +224,15 @@ def targets(data):
                     "buffer once, all at once)", memory[0][0] <= 2 * hardware,
                     f"{memory[0][0] / hardware:.1f}x ({memory[0][0]:.0f} us against {hardware:.0f} us; MPI's own C "
                     f"loop {memory[1][0] / hardware:.1f}x)"))
+    # Issue 55's: the node's own data path, where the ranks share a node, against the library.
+    node = [(median_us(r, "jax-mpi", "all-reduce", n), median_us(r, "jax-mpi-library", "all-reduce", n),
+             median_us(r, floor, "all-reduce", n), n) for n in sizes if n >= 1 * MiB]
+    node = [p for p in node if None not in p]
+    if node and data.get("hosts", 1) == 1:
+        out.append(("all-reduce from 1 MiB through the node's own data path faster than the MPI library's own C "
+                    "loop", all(a < c for a, _, c, _ in node),
+                    ", ".join(f"{a / c:.2f}x at {n // MiB} MiB ({a:.0f} us; with the path off {b:.0f})"
+                              for a, b, c, n in node)))
     ratios = []
     for op in OPS:
         for n in sizes:

@@ -203,7 +203,8 @@ def run_one(args, out_path, plot_path) -> None:
     scale = 0.05 if args.smoke else args.scale
     no_mpi4jax = mpi4jax_usable(family)
     paths = (["c"] + (["mpi4py"] if mpi4py_usable(family) else [])
-             + ["jax-call", "jax-mpi", "jax-mpi-unchecked", "jax-gloo"] + ([] if no_mpi4jax else ["mpi4jax"]))
+             + ["jax-call", "jax-mpi", "jax-mpi-unchecked", "jax-mpi-library", "jax-gloo"]
+             + ([] if no_mpi4jax else ["mpi4jax"]))
     if no_mpi4jax:
         print(f"mpi-collectives bench: no mpi4jax path: {no_mpi4jax}", file=sys.stderr, flush=True)
     # The MPI by name and version, not by where it lies: results and plots leave the machine.
@@ -222,10 +223,16 @@ def run_one(args, out_path, plot_path) -> None:
             # jax-mpi-unchecked: the same as jax-mpi without the agreement check
             # (MPI_COLLECTIVES_CHECK_COLLECTIVES=0), to measure what the check costs.
             env = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"} if path == "jax-mpi-unchecked" else {}
+            # jax-mpi-library: jax-mpi's all-reduce with the node's own data path off (the MPI library's
+            # own collective), to measure what the path gains where the ranks share a node.
+            ops = []
+            if path == "jax-mpi-library":
+                env["MPI_COLLECTIVES_NODE_PATH"] = "0"
+                ops = ["all-reduce"]
             if args.smoke:
                 env["MPI_COLLECTIVES_BENCH_SMOKE"] = "1"  # user_loops.py: a small training step
             launch(args, args.ranks, ["mpi_collectives.tools.bench.worker", path, out, ",".join(map(str, sizes)),
-                                      str(scale)], args.timeout, env)
+                                      str(scale)] + ([",".join(ops)] if ops else []), args.timeout, env)
             got = json.load(open(out))
             data["results"].update(got.get("results_by_target") or {path: got["results"]})
             if "host_helpers" in got:

@@ -73,7 +73,9 @@ def allreduce_table(runs):
     for name, data in runs.items():
         r = data["results"]
         for path, label in (("jax-mpi", "JAX over MPI (ours)"),
-                            ("jax-mpi-unchecked", "JAX over MPI, agreement check off"), ("jax-call", "JAX's call cost"),
+                            ("jax-mpi-unchecked", "JAX over MPI, agreement check off"),
+                            ("jax-mpi-library", "JAX over MPI, the node's own path off (the library's all-reduce)"),
+                            ("jax-call", "JAX's call cost"),
                             ("C direct", "C loop, direct"), ("C via wrapper", "C loop, via wrapper"),
                             ("mpi4py", "mpi4py"), ("jax-gloo", "JAX over gloo"),
                             ("mpi4jax", "mpi4jax's allreduce inside jit"),
