@@ -31,8 +31,11 @@ def describe(placements: list, chosen, free=None) -> str:
         return "not used: no two ranks share a node (one rank a node: nothing moves within a node)"
     need = most * WINDOW_PER_RANK
     free = shm_free() if free is None else free
-    line = (f"on: all-reduces of at least {chosen.node_path_min} bytes among ranks of one node go through "
+    upto = f" and at most {chosen.node_path_max}" if chosen.node_path_max else ""
+    line = (f"on: all-reduces of at least {chosen.node_path_min}{upto} bytes among ranks of one node go through "
             f"a shared window of MPI's ({need // 1024} KiB of shared memory for {most} ranks, per communicator)")
+    if chosen.node_path == 2:
+        line += "; not under Intel MPI (its own is near the memory floor: MPI_COLLECTIVES_NODE_PATH=1 takes it)"
     if len(per_node) > 1:
         line += "; communicators that span nodes keep the library's"
     if free is not None and free < 2 * need:

@@ -26,6 +26,7 @@ struct mpic_settings {
   int check_collectives; /* MPI_COLLECTIVES_CHECK_COLLECTIVES */
   int node_path; /* MPI_COLLECTIVES_NODE_PATH */
   int node_path_min; /* MPI_COLLECTIVES_NODE_PATH_MIN */
+  int node_path_max; /* MPI_COLLECTIVES_NODE_PATH_MAX */
   int devices_timeout; /* MPI_COLLECTIVES_DEVICES_TIMEOUT */
   int verbose; /* MPI_COLLECTIVES_VERBOSE */
   const char *trace_dir; /* MPI_COLLECTIVES_TRACE_DIR */

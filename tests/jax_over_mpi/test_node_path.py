@@ -17,6 +17,8 @@ from mpi_collectives.integration.jax_compat import LOCAL_DEVICES_JAX, installed_
 pytestmark = pytest.mark.jax
 PROGRAM = os.path.join(PROGRAMS, "node_path.py")
 TAKEN = "all-reduces from 262144 bytes through a shared window"
+# On with every library (the default, 2, leaves Intel MPI its own), and its log line.
+ON = {"MPI_COLLECTIVES_NODE_PATH": "1", "MPI_COLLECTIVES_VERBOSE": "2"}
 
 
 def digests(proc, n):
@@ -28,13 +30,13 @@ def digests(proc, n):
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_all_reduces_through_the_node_path_are_exact_on_every_rank(n):
-    proc = mpirun(n, [sys.executable, PROGRAM], env={"MPI_COLLECTIVES_VERBOSE": "2"}, timeout=300)
+    proc = mpirun(n, [sys.executable, PROGRAM], env=ON, timeout=300)
     digests(proc, n)
     assert proc.stderr.count(TAKEN) >= n, explain(proc)  # each rank's communicator has its window
 
 
 def test_off_the_library_gives_the_same_results():
-    on = digests(mpirun(2, [sys.executable, PROGRAM], timeout=300), 2)
+    on = digests(mpirun(2, [sys.executable, PROGRAM], env=ON, timeout=300), 2)
     proc = mpirun(2, [sys.executable, PROGRAM], env={"MPI_COLLECTIVES_NODE_PATH": "0", "MPI_COLLECTIVES_VERBOSE": "2"},
                   timeout=300)
     assert digests(proc, 2) == on  # small integers: every order of the sums gives the same bits
@@ -44,8 +46,7 @@ def test_off_the_library_gives_the_same_results():
 @pytest.mark.skipif(not ONCE or version_tuple(installed_jax()) < LOCAL_DEVICES_JAX,
                     reason="once (the mpich configuration), with jax 0.6 or newer (several devices per process)")
 def test_two_devices_per_process():
-    proc = mpirun(2, [sys.executable, PROGRAM], env={"JAX_NUM_CPU_DEVICES": "2", "MPI_COLLECTIVES_VERBOSE": "2"},
-                  timeout=300)
+    proc = mpirun(2, [sys.executable, PROGRAM], env={**ON, "JAX_NUM_CPU_DEVICES": "2"}, timeout=300)
     digests(proc, 2)
     assert TAKEN in proc.stderr, explain(proc)  # the process communicator of the devices' group
 
@@ -55,7 +56,7 @@ def test_two_devices_per_process():
 def test_no_room_in_dev_shm_is_one_line_and_the_library():
     """A container's small /dev/shm: MPICH would die of SIGBUS touching a window that does not fit,
     so the room is looked at first."""
-    proc = run(["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o size=3m tmpfs /dev/shm && exec "$@"', "sh",
+    proc = run(["env", "MPI_COLLECTIVES_NODE_PATH=1", "unshare", "-m", "sh", "-c", 'mount -t tmpfs -o size=3m tmpfs /dev/shm && exec "$@"', "sh",
                 mpiexec_path(), "-n", "2", sys.executable, PROGRAM], timeout=300)
     digests(proc, 2)
     lines = [line for line in proc.stderr.splitlines() if "no room for the node path" in line]
@@ -66,8 +67,22 @@ def test_a_rank_stalled_before_a_node_path_all_reduce_is_named():
     """Rank 1 sleeps before a 4 MiB psum that rank 0 waits in, in the node path's barrier: the
     report names the all-reduce as it does one waiting in the library, and the job finishes exact."""
     proc = mpirun(2, [sys.executable, os.path.join(PROGRAMS, "stall.py"), "8", "1048576"],
-                  env={"MPI_COLLECTIVES_STALL_REPORT": "3"}, timeout=180)
+                  env={**ON, "MPI_COLLECTIVES_STALL_REPORT": "3"}, timeout=180)
     assert proc.returncode == 0 and proc.stdout.count("PASS stall rank") == 2, explain(proc)
     assert re.search(r"mpi-collectives: stall: rank 0/2 has waited \d+ s in all-reduce sum f32 x1048576 "
                      r"\(#\d+ on communicator \d+\); not arrived: rank 1 \(outside MPI", proc.stderr), explain(proc)
     assert "in away_from_the_collective" in proc.stderr, explain(proc)
+
+
+def test_the_default_leaves_intel_mpi_its_own_and_takes_the_others():
+    proc = mpirun(2, [sys.executable, PROGRAM], env={"MPI_COLLECTIVES_VERBOSE": "2"}, timeout=300)
+    digests(proc, 2)
+    if "Intel(R) MPI" in mpi_library_name():
+        assert TAKEN not in proc.stderr and "Intel MPI's own collectives" in proc.stderr, explain(proc)
+    else:
+        assert TAKEN in proc.stderr, explain(proc)
+
+
+def mpi_library_name():
+    from mpi_collectives.base import mpi
+    return mpi.library_version() or ""

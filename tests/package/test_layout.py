@@ -158,7 +158,7 @@ def test_the_node_paths_line_says_what_it_will_do():
     from mpi_collectives.services.node_path import describe
 
     two = [Placement("a", frozenset({0}), {}), Placement("a", frozenset({1}), {})]
-    on = read(node_path=1, node_path_min=262144)
+    on = read(node_path=1, node_path_min=262144, node_path_max=0)
     assert describe(two, on, free=1 << 30) == (
         "on: all-reduces of at least 262144 bytes among ranks of one node go through a shared window of MPI's "
         "(2048 KiB of shared memory for 2 ranks, per communicator)")
