@@ -87,6 +87,15 @@ static void openmpi_activate(void *lib, const char *path) {
     mpic_log(1, "set OMPI_MCA_btl=^ofi: all %s ranks are on this node, and btl/ofi's libfabric probing costs "
                 "a second of MPI_Init", world);
   }
+  /* The node path's shared windows (services/node/): Open MPI 5.0.11 asks
+   * osc/ucx first, which prints "Error: OSC UCX component priority set inside
+   * component query failed" on stderr for every window when UCX is not the
+   * transport, and then uses osc/sm anyway. On one node nothing needs it. */
+  if (!getenv("OMPI_MCA_osc") && local && world && strcmp(local, world) == 0) {
+    setenv("OMPI_MCA_osc", "^ucx", 0);
+    mpic_log(1, "set OMPI_MCA_osc=^ucx: all %s ranks are on this node, where osc/ucx only prints an error for "
+                "each shared window", world);
+  }
 }
 
 static const char *const openmpi_library_names[] = {"libmpi.so.40", NULL};
