@@ -12,9 +12,9 @@ int mpic_xla_allreduce(struct mpic_record *r, const void *sendbuf, void *recvbuf
   struct mpic_carry carry =
       mpic_carry_reduce(&c, sendbuf == MPIABI_IN_PLACE ? recvbuf : sendbuf, count, recvbuf, 0, count);
   struct mpic_allreduce_args a = {sendbuf, recvbuf, count, datatype, op, r->comm};
-  int esize = 0;
-  mpic_next_Type_size(datatype, &esize);
-  int node = mpic_node_takes_allreduce(r, (size_t)esize * (size_t)(count > 0 ? count : 0));
+  int esize = 0, node = 0;
+  if (r->node && mpic_next_Type_size(datatype, &esize) == 0) /* (no library call where there is no window) */
+    node = mpic_node_takes_allreduce(r, (size_t)esize * (size_t)(count > 0 ? count : 0));
   return mpic_dispatch(r, &c, &carry, "MPI_Allreduce", node ? mpic_node_call_allreduce : mpic_call_allreduce, &a);
 }
 
