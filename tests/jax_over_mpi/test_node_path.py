@@ -16,7 +16,7 @@ from mpi_collectives.integration.jax_compat import LOCAL_DEVICES_JAX, installed_
 
 pytestmark = pytest.mark.jax
 PROGRAM = os.path.join(PROGRAMS, "node_path.py")
-TAKEN = "all-reduces from 262144 bytes through a shared window"
+TAKEN = "all-reduces, all-gathers and reduce-scatters from 262144 bytes through a shared window"
 # On with every library (the default, 2, leaves Intel MPI its own), and its log line.
 ON = {"MPI_COLLECTIVES_NODE_PATH": "1", "MPI_COLLECTIVES_VERBOSE": "2"}
 

@@ -1,7 +1,8 @@
-"""All-reduces through the node path (native/src/services/node/) and around it:
-every dtype the library reduces, psum, pmax and pmin, sizes on both sides of
-its threshold and of its chunks (512 KiB: a chunk, one element more, several
-and a part), and several psums in one jit. Each result is compared exactly
+"""Collectives through the node path (native/src/services/node/) and around it:
+all-reduce (psum, pmax, pmin), all-gather and reduce-scatter (psum_scatter),
+every dtype the library reduces, sizes on both sides of its threshold and of
+its chunks (512 KiB: a chunk, one element more, several and a part), and
+several psums in one jit. Each result is compared exactly
 with NumPy's (small integers: every sum is exact in every dtype), and each
 rank prints the digest of all its results, so that the test can see every
 rank got the same bits.
@@ -48,6 +49,35 @@ for dtype in dtypes:
     size = np.dtype(dtype).itemsize
     for count in (1000, 262144 // size, CHUNK // size, CHUNK // size + 1, (3 * CHUNK + 1000) // size):
         check("psum", dtype, count)
+
+
+def check_gather(dtype, count):
+    f = jax.jit(jax_compat.shard_map()(lambda v: jax.lax.all_gather(v, "x", tiled=True), mesh=mesh,
+                                       in_specs=P("x"), out_specs=P(), check_vma=False))
+    full = np.concatenate([values(count, dtype, k) for k in range(n)])
+    x = jax.make_array_from_callback(full.shape, NamedSharding(mesh, P("x")), lambda index: full[index])
+    got = np.asarray(f(x).addressable_data(0))
+    assert np.array_equal(got, full), ("all_gather", dtype, count)
+    digest.update(got.tobytes())
+
+
+def check_scatter(dtype, count):
+    """Each rank's input count * n elements; rank r's result the sum of part r over the ranks."""
+    f = jax.jit(jax_compat.shard_map()(lambda v: jax.lax.psum_scatter(v, "x", scatter_dimension=1, tiled=True),
+                                       mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+    full = np.stack([values(count * n, dtype, k) for k in range(n)])
+    x = jax.make_array_from_callback(full.shape, NamedSharding(mesh, P("x")), lambda index: full[index])
+    want = full.sum(0, dtype=dtype).reshape(n, count)
+    for shard in f(x).addressable_shards:  # each of this process's devices: its own part
+        row = shard.index[0].start or 0
+        assert np.array_equal(np.asarray(shard.data)[0], want[row]), ("psum_scatter", dtype, count, row)
+    digest.update(want.tobytes())  # the same on every rank: each checked its own parts of it
+
+for dtype in dtypes:
+    size = np.dtype(dtype).itemsize
+    for count in (1000, 262144 // size // n, CHUNK // size, CHUNK // size + 1, (3 * CHUNK + 1000) // size):
+        check_gather(dtype, count)
+        check_scatter(dtype, count)
 for op in ("pmax", "pmin"):
     for dtype in (np.float32, np.int32):
         check(op, dtype, (2 * CHUNK + 12) // 4)

@@ -149,7 +149,7 @@ void mpic_node_attach(struct mpic_record *r) {
     windows = n;
     pthread_mutex_unlock(&windows_lock);
     r->node = n;
-    mpic_log(2, "communicator %d: %d ranks on one node: all-reduces from %d bytes through a shared window "
+    mpic_log(2, "communicator %d: %d ranks on one node: all-reduces, all-gathers and reduce-scatters from %d bytes through a shared window "
                 "(%d KiB a rank; up to %d bytes, 0: no limit)",
              r->id, r->size, mpic_settings.node_path_min, 2 * MPIC_NODE_CHUNK / 1024, mpic_settings.node_path_max);
     return;
@@ -200,7 +200,7 @@ void mpic_node_finalize(void) {
   }
 }
 
-int mpic_node_takes_allreduce(const struct mpic_record *r, size_t bytes) {
+int mpic_node_takes(const struct mpic_record *r, size_t bytes) {
   return r && r->node && bytes >= (size_t)mpic_settings.node_path_min && bytes > 0 &&
          (!mpic_settings.node_path_max || bytes <= (size_t)mpic_settings.node_path_max);
 }
@@ -210,34 +210,116 @@ static void barrier(const struct mpic_node *n) {
   if (ret != 0) mpic_call_failed("MPI_Barrier (the node path's)", ret);
 }
 
+/* The half of every share the next chunk uses (see the top of this file). */
+static size_t next_half(struct mpic_node *n) { return (n->turn++ & 1) * MPIC_NODE_CHUNK; }
+
+static void reduce_local(const void *in, void *inout, int64_t count, MPIABI_Datatype type, MPIABI_Op op) {
+  if (count <= 0) return;
+  int ret = mpic_next_Reduce_local(in, inout, (int)count, type, op);
+  if (ret != 0) mpic_call_failed("MPI_Reduce_local (the node path's)", ret);
+}
+
+/* The window of the record whose communicator is comm, and the size of one
+ * element of type; NULL where the library's own call must run instead. */
+static struct mpic_node *window_for(MPIABI_Comm comm, MPIABI_Datatype type, int *esize) {
+  struct mpic_record *r = mpic_record_of(comm);
+  struct mpic_node *n = r ? r->node : NULL;
+  *esize = 0;
+  if (!n || mpic_next_Type_size(type, esize) != 0 || *esize <= 0 || *esize > MPIC_NODE_CHUNK / n->size) return NULL;
+  return n;
+}
+
 int mpic_node_call_allreduce(void *args) {
   struct mpic_allreduce_args *a = args;
-  struct mpic_record *r = mpic_record_of(a->comm);
-  struct mpic_node *n = r ? r->node : NULL;
-  if (!n) return mpic_call_allreduce(args);
   int esize = 0;
-  int ret = mpic_next_Type_size(a->type, &esize);
-  if (ret != 0 || esize <= 0) return ret ? ret : mpic_call_allreduce(args);
+  struct mpic_node *n = window_for(a->comm, a->type, &esize);
+  if (!n) return mpic_call_allreduce(args);
   const char *in = a->send == MPIABI_IN_PLACE ? a->recv : a->send;
   char *out = a->recv;
   int64_t per_chunk = MPIC_NODE_CHUNK / esize, P = n->size;
   for (int64_t first = 0; first < a->count; first += per_chunk) {
     int64_t count = a->count - first < per_chunk ? a->count - first : per_chunk;
-    size_t half = (n->turn++ & 1) * MPIC_NODE_CHUNK;
+    size_t half = next_half(n);
     memcpy(n->shares[n->rank] + half, in + first * esize, (size_t)(count * esize));
     barrier(n);
     int64_t lo = count * n->rank / P, hi = count * (n->rank + 1) / P;
     char *mine = n->shares[n->rank] + half + lo * esize;
-    for (int k = 1; k < P && hi > lo; k++) {
-      const char *theirs = n->shares[(n->rank + k) % P] + half + lo * esize;
-      ret = mpic_next_Reduce_local(theirs, mine, (int)(hi - lo), a->type, a->op);
-      if (ret != 0) mpic_call_failed("MPI_Reduce_local (the node path's)", ret);
-    }
+    for (int k = 1; k < P; k++)
+      reduce_local(n->shares[(n->rank + k) % P] + half + lo * esize, mine, hi - lo, a->type, a->op);
     barrier(n);
     for (int64_t q = 0; q < P; q++) {
       int64_t qlo = count * q / P, qhi = count * (q + 1) / P;
       memcpy(out + (first + qlo) * esize, n->shares[q] + half + qlo * esize, (size_t)((qhi - qlo) * esize));
     }
   }
+  return 0;
+}
+
+/* An all-gather, chunk by chunk: each rank copies its next piece (at most
+ * MPIC_NODE_CHUNK bytes) into its share, barrier, and every rank copies
+ * every rank's piece into its place in the result. One barrier a chunk: a
+ * half is written again two chunks later, after the barrier that follows
+ * every rank's copy-out of it. Memory traffic per rank: its part once in,
+ * the result once out, the floor of an all-gather. */
+int mpic_node_call_allgather(void *args) {
+  struct mpic_allgather_args *a = args;
+  int esize = 0;
+  int same = a->send == MPIABI_IN_PLACE || (a->sendtype == a->recvtype && a->sendcount == a->recvcount);
+  struct mpic_node *n = same ? window_for(a->comm, a->recvtype, &esize) : NULL;
+  if (!n) return mpic_call_allgather(args);
+  int64_t each = a->recvcount, per_chunk = MPIC_NODE_CHUNK / esize;
+  char *out = a->recv;
+  /* MPI_IN_PLACE: this rank's part already lies at its place in the result */
+  const char *in = a->send == MPIABI_IN_PLACE ? out + (size_t)(each * n->rank * esize) : a->send;
+  for (int64_t first = 0; first < each; first += per_chunk) {
+    int64_t count = each - first < per_chunk ? each - first : per_chunk;
+    size_t half = next_half(n), bytes = (size_t)(count * esize);
+    memcpy(n->shares[n->rank] + half, in + first * esize, bytes);
+    barrier(n);
+    for (int64_t q = 0; q < n->size; q++)
+      if (q != n->rank || a->send != MPIABI_IN_PLACE)
+        memcpy(out + (q * each + first) * esize, n->shares[q] + half, bytes);
+  }
+  return 0;
+}
+
+/* A reduce-scatter (XLA's: every rank's input the concatenation of the
+ * ranks' parts, counts[q] elements each; rank q's result the reduction of
+ * part q over the ranks), chunk by chunk along the parts: each rank copies
+ * the next `per_part` elements of every part into its share, side by side,
+ * barrier, and each rank reduces its own part's piece from every share
+ * straight into its result, in one order (its own share first, then the
+ * others from the next rank on). One barrier a chunk, as the all-gather. */
+int mpic_node_call_reduce_scatter(void *args) {
+  struct mpic_reduce_scatter_args *a = args;
+  int esize = 0;
+  struct mpic_node *n = a->send == MPIABI_IN_PLACE ? NULL : window_for(a->comm, a->type, &esize);
+  if (!n) return mpic_call_reduce_scatter(args);
+  int64_t P = n->size, longest = 0, per_part = MPIC_NODE_CHUNK / esize / P;
+  int64_t *at = malloc((size_t)P * sizeof *at); /* where each part begins in the input */
+  if (!at) return mpic_call_reduce_scatter(args);
+  for (int64_t q = 0, sum = 0; q < P; sum += a->counts[q], q++) {
+    at[q] = sum;
+    if (a->counts[q] > longest) longest = a->counts[q];
+  }
+  const char *in = a->send;
+  char *out = a->recv;
+  int64_t mine = a->counts[n->rank];
+  for (int64_t first = 0; first < longest; first += per_part) {
+    size_t half = next_half(n);
+    char *share = n->shares[n->rank] + half;
+    for (int64_t q = 0; q < P; q++) {
+      int64_t count = a->counts[q] - first < per_part ? a->counts[q] - first : per_part;
+      if (count > 0) memcpy(share + q * per_part * esize, in + (at[q] + first) * esize, (size_t)(count * esize));
+    }
+    barrier(n);
+    int64_t count = mine - first < per_part ? mine - first : per_part;
+    if (count <= 0) continue;
+    size_t from = (size_t)(n->rank * per_part * esize);
+    memcpy(out + first * esize, share + from, (size_t)(count * esize));
+    for (int k = 1; k < P; k++)
+      reduce_local(n->shares[(n->rank + k) % P] + half + from, out + first * esize, count, a->type, a->op);
+  }
+  free(at);
   return 0;
 }

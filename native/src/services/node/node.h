@@ -1,15 +1,15 @@
 /* The node's own data path (node.c): for a communicator XLA created whose
  * ranks all share one node, a shared-memory window of MPI's (MPI_Comm_split_type
  * MPI_COMM_TYPE_SHARED, MPI_Win_allocate_shared: standard MPI-3, on every
- * family the wrapper loads) through which large all-reduces move, at the
+ * family the wrapper loads) through which large all-reduces, all-gathers and reduce-scatters move, at the
  * speed of the node's memory instead of the library's own shared-memory
  * protocol (MPICH and Open MPI are 3-4x off that floor on a 16-core node).
  *
  * Attached by the services that record a communicator (xla_policy.c,
  * devices/groups.c) right after its creation, which every member makes at
  * the same point; detached before it is freed (entry/xla_calls.c,
- * devices/handles.c) and at MPI_Finalize (entry/lifecycle.c). Its all-reduce
- * is a call the dispatcher makes (dispatch.h) after the agreement check, so
+ * devices/handles.c) and at MPI_Finalize (entry/lifecycle.c). Its collectives
+ * are calls the dispatcher makes (dispatch.h) after the agreement check, so
  * the check, the flight record, the stall report and a failure's sentence
  * cover a rank waiting in it as they cover one waiting in the library. */
 #ifndef MPI_COLLECTIVES_NODE_H
@@ -32,10 +32,16 @@ void mpic_node_detach(struct mpic_record *r);
  * were created (the same on every rank), so that none is left to the library. */
 void mpic_node_finalize(void);
 
-/* Whether the node path takes an all-reduce of `bytes` on r. */
-int mpic_node_takes_allreduce(const struct mpic_record *r, size_t bytes);
-/* The all-reduce through the window, for mpic_dispatch's `call`: args is a
- * struct mpic_allreduce_args (dispatch.h) on r's communicator. */
+/* Whether the node path takes a collective of `bytes` on r: the all-reduce's
+ * buffer, the all-gather's result, the reduce-scatter's input. */
+int mpic_node_takes(const struct mpic_record *r, size_t bytes);
+/* The collectives through the window, for mpic_dispatch's `call`: args is
+ * the struct of dispatch.h for each, on a communicator with a window. Each
+ * falls back to the library's own call where the window cannot take it
+ * (MPI_IN_PLACE in a reduce-scatter, an all-gather of mixed types, an
+ * element larger than a rank's piece of a chunk). */
 int mpic_node_call_allreduce(void *args);
+int mpic_node_call_allgather(void *args);
+int mpic_node_call_reduce_scatter(void *args);
 
 #endif
