@@ -87,3 +87,30 @@ def test_the_default_leaves_intel_mpi_its_own_and_takes_the_others():
 def mpi_library_name():
     from mpi_collectives.base import mpi
     return mpi.library_version() or ""
+
+
+# Every collective the node path takes, at every size that carries data (MPI_COLLECTIVES_NODE_PATH_MIN=0:
+# from a few bytes, so that pieces of one element per rank, uneven slices and every dtype go through it).
+EVERY_SIZE = {"MPI_COLLECTIVES_NODE_PATH": "1", "MPI_COLLECTIVES_NODE_PATH_MIN": "0"}
+
+
+def test_the_dtype_matrix_through_the_node_path_is_exact(jax_env):
+    """tests/programs/collectives.py (every collective, seven dtypes, shard_map, pmap and jit over a global
+    mesh, each result against NumPy) at 3 ranks with everything above the check's block in the window."""
+    proc = mpirun(3, [sys.executable, os.path.join(PROGRAMS, "collectives.py")],
+                  env={**jax_env, **EVERY_SIZE, "MPI_COLLECTIVES_VERBOSE": "2"}, timeout=600)
+    assert proc.returncode == 0 and "ALL OK" in proc.stdout, explain(proc)
+    assert "reduce-scatters from 0 bytes through a shared window" in proc.stderr, explain(proc)
+
+
+def test_the_soak_through_the_node_path_has_no_wrong_result(jax_env):
+    """The random mixed soak (tests/programs/soak.py: integer sums that wrap, 8 dtypes, 11 sizes) at 3
+    ranks, everything above the check's block through the window, and the same with the check off
+    (then every size is the window's)."""
+    env = {k: v for k, v in jax_env.items() if k != "MPITRAMPOLINE_LIB"}  # the program calls initialize()
+    for extra in ({}, {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"}):
+        proc = mpirun(3, [sys.executable, os.path.join(PROGRAMS, "soak.py"), "--impl", "mpi", "--count", "200"],
+                      env={**env, **EVERY_SIZE, **extra}, timeout=600)
+        lines = re.findall(r"SOAK rank (\d+)/\d+ impl mpi: (\d+) collectives, (\d+) wrong", proc.stdout)
+        assert proc.returncode == 0 and sorted(int(r) for r, _, _ in lines) == [0, 1, 2], explain(proc)
+        assert all(int(c) == 200 and int(w) == 0 for _, c, w in lines), (extra, explain(proc))
