@@ -51,16 +51,16 @@ TABLE = {
                                  "one line instead of returning wrong numbers. 0: no checks (each collective is still in the flight record and "
                                  "the stall report, and a failed MPI call still ends the job with one sentence)", SWITCH),
     "node_path": Setting("MPI_COLLECTIVES_NODE_PATH", 2, True,
-                         "1: an all-reduce, all-gather or reduce-scatter XLA runs over ranks that all share one "
-                         "node, from MPI_COLLECTIVES_NODE_PATH_MIN to MPI_COLLECTIVES_NODE_PATH_MAX bytes, goes "
-                         "through the package's own data path in MPI's shared-memory windows (1 MiB of shared "
+                         "1: an all-reduce, all-gather, reduce-scatter or all-to-all XLA runs over ranks that all "
+                         "share one node, from MPI_COLLECTIVES_NODE_PATH_MIN to MPI_COLLECTIVES_NODE_PATH_MAX bytes, "
+                         "goes through the package's own data path in MPI's shared-memory windows (1.5 MiB of shared "
                          "memory per rank and communicator); 2 (the default): the same, except under Intel MPI, "
                          "whose own is near the memory floor already; 0: the MPI library's own collectives always",
                          (0, 2)),
     "node_path_min": Setting("MPI_COLLECTIVES_NODE_PATH_MIN", 262144, True,
                              "the smallest collective, in bytes, that the node path takes (an all-reduce's buffer, "
-                             "an all-gather's result, a reduce-scatter's input; below it the library's own is as "
-                             "fast)", (0, 2 ** 31 - 1)),
+                             "an all-gather's result, a reduce-scatter's or all-to-all's input; below it the "
+                             "library's own is as fast)", (0, 2 ** 31 - 1)),
     "node_path_max": Setting("MPI_COLLECTIVES_NODE_PATH_MAX", 67108864, True,
                              "the largest collective, in bytes, that the node path takes, counted as "
                              "MPI_COLLECTIVES_NODE_PATH_MIN is (above it Open MPI's own all-reduce was faster on a "

@@ -5,8 +5,8 @@ node's /dev/shm has room for them. The native layer decides for itself, per
 communicator, by the same rules (docs/design.md, "The node's own data path")."""
 import os
 
-# native/src/services/node/node.h: MPIC_NODE_CHUNK, two halves a rank
-WINDOW_PER_RANK = 2 * 512 * 1024
+# native/src/services/node/node.h: MPIC_NODE_SHARE, two halves and an exchange slot of MPIC_NODE_CHUNK a rank
+WINDOW_PER_RANK = 3 * 512 * 1024
 
 
 def shm_free(path="/dev/shm"):
@@ -32,9 +32,8 @@ def describe(placements: list, chosen, free=None) -> str:
     need = most * WINDOW_PER_RANK
     free = shm_free() if free is None else free
     upto = f" and at most {chosen.node_path_max}" if chosen.node_path_max else ""
-    line = (f"on: all-reduces, all-gathers and reduce-scatters of at least {chosen.node_path_min}{upto} bytes "
-            f"among ranks of one node go through "
-            f"a shared window of MPI's ({need // 1024} KiB of shared memory for {most} ranks, per communicator)")
+    line = (f"on: all-reduces, all-gathers, reduce-scatters and all-to-alls of at least {chosen.node_path_min}{upto} "
+            f"bytes among ranks of one node go through a shared window of MPI's ({need // 1024} KiB of shared memory for {most} ranks, per communicator)")
     if chosen.node_path == 2:
         line += "; not under Intel MPI (its own is near the memory floor: MPI_COLLECTIVES_NODE_PATH=1 takes it)"
     if len(per_node) > 1:

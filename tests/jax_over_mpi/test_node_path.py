@@ -16,7 +16,7 @@ from mpi_collectives.integration.jax_compat import LOCAL_DEVICES_JAX, installed_
 
 pytestmark = pytest.mark.jax
 PROGRAM = os.path.join(PROGRAMS, "node_path.py")
-TAKEN = "all-reduces, all-gathers and reduce-scatters from 262144 bytes through a shared window"
+TAKEN = "all-reduces, all-gathers, reduce-scatters and all-to-alls from 262144 bytes through a shared window"
 # On with every library (the default, 2, leaves Intel MPI its own), and its log line.
 ON = {"MPI_COLLECTIVES_NODE_PATH": "1", "MPI_COLLECTIVES_VERBOSE": "2"}
 
@@ -100,7 +100,7 @@ def test_the_dtype_matrix_through_the_node_path_is_exact(jax_env):
     proc = mpirun(3, [sys.executable, os.path.join(PROGRAMS, "collectives.py")],
                   env={**jax_env, **EVERY_SIZE, "MPI_COLLECTIVES_VERBOSE": "2"}, timeout=600)
     assert proc.returncode == 0 and "ALL OK" in proc.stdout, explain(proc)
-    assert "reduce-scatters from 0 bytes through a shared window" in proc.stderr, explain(proc)
+    assert "all-to-alls from 0 bytes through a shared window" in proc.stderr, explain(proc)
 
 
 def test_the_soak_through_the_node_path_has_no_wrong_result(jax_env):

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from mpi_collectives.tools.bench import summary
+from mpi_collectives.tools.bench.run import NODE_PATH_OPS
 
 from helpers import EXPECTED_FAMILY, HERE, ROOT, TEST_CONFIG, explain, mpirun, run  # noqa: F401
 
@@ -60,7 +61,7 @@ def test_bench_smoke(tmp_path):
         assert "mpi-collectives bench: no mpi4jax path: " in proc.stderr, explain(proc)
     assert set(data["results"]) == paths, data["results"].keys()
     for path in paths - {"gradient floor", "step memory floor"}:
-        for op in {"mpi4jax": MPI4JAX_OPS, "jax-mpi-library": ["all-reduce"]}.get(path, OPS):
+        for op in {"mpi4jax": MPI4JAX_OPS, "jax-mpi-library": NODE_PATH_OPS}.get(path, OPS):
             assert set(data["results"][path][op]) == {"8", "65536"}, (path, op)
     # The step's gradient all-reduce in C, as XLA calls it: one smoke gradient (256 x 256 float32).
     # The fully sharded step's all-gathers and reduce-scatters the same way, and their memory floor.

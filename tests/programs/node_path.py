@@ -1,5 +1,6 @@
 """Collectives through the node path (native/src/services/node/) and around it:
-all-reduce (psum, pmax, pmin), all-gather and reduce-scatter (psum_scatter),
+all-reduce (psum, pmax, pmin), all-gather, reduce-scatter (psum_scatter) and
+all-to-all, 
 every dtype the library reduces, sizes on both sides of its threshold and of
 its chunks (512 KiB: a chunk, one element more, several and a part), and
 several psums in one jit. Each result is compared exactly
@@ -73,11 +74,25 @@ def check_scatter(dtype, count):
         assert np.array_equal(np.asarray(shard.data)[0], want[row]), ("psum_scatter", dtype, count, row)
     digest.update(want.tobytes())  # the same on every rank: each checked its own parts of it
 
+def check_all_to_all(dtype, count):
+    """Each rank's input n parts of count elements; rank r's result part r of every rank, in rank order."""
+    f = jax.jit(jax_compat.shard_map()(lambda v: jax.lax.all_to_all(v, "x", 1, 1, tiled=True), mesh=mesh,
+                                       in_specs=P("x"), out_specs=P("x")))
+    full = np.stack([values(count * n, dtype, k) for k in range(n)])
+    x = jax.make_array_from_callback(full.shape, NamedSharding(mesh, P("x")), lambda index: full[index])
+    want = full.reshape(n, n, count).transpose(1, 0, 2).reshape(n, n * count)
+    for shard in f(x).addressable_shards:
+        row = shard.index[0].start or 0
+        assert np.array_equal(np.asarray(shard.data)[0], want[row]), ("all_to_all", dtype, count, row)
+    digest.update(want.tobytes())
+
+
 for dtype in dtypes:
     size = np.dtype(dtype).itemsize
     for count in (1000, 262144 // size // n, CHUNK // size, CHUNK // size + 1, (3 * CHUNK + 1000) // size):
         check_gather(dtype, count)
         check_scatter(dtype, count)
+        check_all_to_all(dtype, count)
 for op in ("pmax", "pmin"):
     for dtype in (np.float32, np.int32):
         check(op, dtype, (2 * CHUNK + 12) // 4)

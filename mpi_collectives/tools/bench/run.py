@@ -192,6 +192,10 @@ def suffixed(path: str, ranks: int, counts: list) -> str:
     return f"{stem}-{ranks}ranks{ext}"
 
 
+# The collectives the node's own data path takes (native/src/services/node/node.h).
+NODE_PATH_OPS = ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]
+
+
 def run_one(args, out_path, plot_path) -> None:
     """Every path at args.ranks ranks: the table, the targets, the JSON and the plot."""
     from ...base import mpi
@@ -223,12 +227,12 @@ def run_one(args, out_path, plot_path) -> None:
             # jax-mpi-unchecked: the same as jax-mpi without the agreement check
             # (MPI_COLLECTIVES_CHECK_COLLECTIVES=0), to measure what the check costs.
             env = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"} if path == "jax-mpi-unchecked" else {}
-            # jax-mpi-library: jax-mpi's all-reduce with the node's own data path off (the MPI library's
-            # own collective), to measure what the path gains where the ranks share a node.
+            # jax-mpi-library: jax-mpi's collectives that the node's own data path takes, with the path
+            # off (the MPI library's own), to measure what the path gains where the ranks share a node.
             ops = []
             if path == "jax-mpi-library":
                 env["MPI_COLLECTIVES_NODE_PATH"] = "0"
-                ops = ["all-reduce"]
+                ops = NODE_PATH_OPS
             if args.smoke:
                 env["MPI_COLLECTIVES_BENCH_SMOKE"] = "1"  # user_loops.py: a small training step
             launch(args, args.ranks, ["mpi_collectives.tools.bench.worker", path, out, ",".join(map(str, sizes)),

@@ -74,7 +74,7 @@ def allreduce_table(runs):
         r = data["results"]
         for path, label in (("jax-mpi", "JAX over MPI (ours)"),
                             ("jax-mpi-unchecked", "JAX over MPI, agreement check off"),
-                            ("jax-mpi-library", "JAX over MPI, the node's own path off (the library's all-reduce)"),
+                            ("jax-mpi-library", "JAX over MPI, the node's own path off (the library's own)"),
                             ("jax-call", "JAX's call cost"),
                             ("C direct", "C loop, direct"), ("C via wrapper", "C loop, via wrapper"),
                             ("mpi4py", "mpi4py"), ("jax-gloo", "JAX over gloo"),
@@ -85,6 +85,20 @@ def allreduce_table(runs):
                 lines.append(f"| {NAMES.get(name, name)} | {label} | "
                              + " | ".join("-" if c is None else f"{c:,.1f}" for c in cells) + " |")
     return "\n".join(lines)
+
+
+def node_path_table(runs):
+    """The collectives the node's own data path takes, with it and without it, where a run measured both."""
+    shown = [n for n in (1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28) if any(n in data["sizes"] for data in runs.values())]
+    lines = ["| MPI | collective | " + " | ".join(human(n) for n in shown) + " |", "|---|---|" + "---|" * len(shown)]
+    for name, data in runs.items():
+        r = data["results"]
+        for op in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
+            pairs = [(median_us(r, "jax-mpi", op, n), median_us(r, "jax-mpi-library", op, n)) for n in shown]
+            if any(None not in p for p in pairs):
+                lines.append(f"| {NAMES.get(name, name)} | {op} | " + " | ".join(
+                    "-" if None in p else f"{p[0]:,.0f} / {p[1]:,.0f}" for p in pairs) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def extras(runs):
@@ -109,6 +123,9 @@ def short(runs, folder_link):
         targets_table(runs),
         "All-reduce of float32, median microseconds per call, by bytes per rank:",
         allreduce_table(runs),
+        *([f"The node's own data path: JAX's collective with it / with it off (`MPI_COLLECTIVES_NODE_PATH=0`, "
+           f"the library's own), median microseconds per call, by bytes per rank (all-gather: each rank's part; "
+           f"the path is off under Intel MPI by default):\n\n{node_path_table(runs)}"] if node_path_table(runs) else []),
         *users,
         extras(runs),
         f"Every collective, size and path, with plots: [{folder_link}]({folder_link}/README.md).",

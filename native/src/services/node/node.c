@@ -1,8 +1,12 @@
 /* The node's own data path (node.h).
  *
- * The window: each rank of the communicator owns 2 x MPIC_NODE_CHUNK bytes
- * of shared memory (its own pages: alloc_shared_noncontig), and every rank
- * can read and write every rank's share directly.
+ * The window: each rank of the communicator owns MPIC_NODE_SHARE bytes of
+ * shared memory (its own pages: alloc_shared_noncontig), and every rank can
+ * read and write every rank's share directly: two halves of MPIC_NODE_CHUNK
+ * for the collectives, then a slot of MPIC_NODE_CHUNK for the exchanges of
+ * XLA's all-to-all (mpic_node_sendrecv), kept apart because an exchange
+ * involves two ranks only, while a rank may still be reading the halves of
+ * the communicator's last collective.
  *
  * An all-reduce, chunk by chunk (at most MPIC_NODE_CHUNK bytes each):
  *   1. each rank copies its chunk of the input into its share;
@@ -40,7 +44,7 @@ struct mpic_node {
   MPIABI_Comm shm; /* the same members, in the same order, as the record's communicator */
   MPIABI_Win win;
   int size, rank;
-  char **shares; /* size: each rank's 2 x MPIC_NODE_CHUNK bytes */
+  char **shares; /* size: each rank's MPIC_NODE_SHARE bytes */
   unsigned long turn; /* chunks so far: which half is next */
   int id;             /* the record's id, for the order of mpic_node_finalize */
   struct mpic_record *record; /* whose node this is (records are never freed: comm_record.c) */
@@ -107,7 +111,7 @@ void mpic_node_attach(struct mpic_record *r) {
   }
   mpic_next_Comm_set_errhandler(shm, MPIABI_ERRORS_RETURN);
   char why[512] = "";
-  int room = room_for((size_t)r->size * 2 * MPIC_NODE_CHUNK, why, sizeof why), everywhere = 0;
+  int room = room_for((size_t)r->size * MPIC_NODE_SHARE, why, sizeof why), everywhere = 0;
   if (mpic_next_Allreduce(&room, &everywhere, 1, MPIABI_INT, MPIABI_MIN, shm) != 0 || !everywhere) {
     if (r->rank == 0)
       mpic_log(0, "rank %d: no room for the node path of communicator %d (%s); its collectives use the MPI "
@@ -121,7 +125,7 @@ void mpic_node_attach(struct mpic_record *r) {
   if (mpic_next_Info_create(&info) == 0) mpic_next_Info_set(info, "alloc_shared_noncontig", "true");
   void *base = NULL;
   MPIABI_Win win = MPIABI_WIN_NULL;
-  ret = mpic_next_Win_allocate_shared((MPIABI_Aint)(2 * MPIC_NODE_CHUNK), 1, info, shm, &base, &win);
+  ret = mpic_next_Win_allocate_shared((MPIABI_Aint)MPIC_NODE_SHARE, 1, info, shm, &base, &win);
   if (info != MPIABI_INFO_NULL) mpic_next_Info_free(&info);
   int ok = ret == 0, all = 0;
   if (!ok) words(ret, why, sizeof why);
@@ -134,7 +138,7 @@ void mpic_node_attach(struct mpic_record *r) {
     for (int q = 0; n && shares && q < r->size; q++) {
       MPIABI_Aint size = 0;
       int unit = 0;
-      if (mpic_next_Win_shared_query(win, q, &size, &unit, &shares[q]) != 0 || size < 2 * MPIC_NODE_CHUNK) {
+      if (mpic_next_Win_shared_query(win, q, &size, &unit, &shares[q]) != 0 || size < MPIC_NODE_SHARE) {
         free(shares);
         shares = NULL;
       }
@@ -149,9 +153,9 @@ void mpic_node_attach(struct mpic_record *r) {
     windows = n;
     pthread_mutex_unlock(&windows_lock);
     r->node = n;
-    mpic_log(2, "communicator %d: %d ranks on one node: all-reduces, all-gathers and reduce-scatters from %d bytes through a shared window "
-                "(%d KiB a rank; up to %d bytes, 0: no limit)",
-             r->id, r->size, mpic_settings.node_path_min, 2 * MPIC_NODE_CHUNK / 1024, mpic_settings.node_path_max);
+    mpic_log(2, "communicator %d: %d ranks on one node: all-reduces, all-gathers, reduce-scatters and all-to-alls "
+                "from %d bytes through a shared window (%d KiB a rank; up to %d bytes, 0: no limit)",
+             r->id, r->size, mpic_settings.node_path_min, MPIC_NODE_SHARE / 1024, mpic_settings.node_path_max);
     return;
   }
   /* Where it cannot be had (a small /dev/shm, a container): the library's own, and one line. */
@@ -321,5 +325,63 @@ int mpic_node_call_reduce_scatter(void *args) {
       reduce_local(n->shares[(n->rank + k) % P] + half + from, out + first * esize, count, a->type, a->op);
   }
   free(at);
+  return 0;
+}
+
+/* XLA's all-to-all is one MPI_Sendrecv with each peer in turn: this rank
+ * sends to `dest` and receives from `source`, which differ beyond 2 ranks.
+ * Through the window, MPIC_NODE_CHUNK bytes at a time: copy the piece into
+ * this rank's exchange slot; tell dest it is there, and learn from source
+ * that its piece is (one message each way, carrying the sizes, so that
+ * ranks that disagree about the transfer are named instead of reading the
+ * wrong bytes); copy source's piece out of its slot; tell source it has been
+ * read, and learn from dest that this rank's slot may be written again.
+ * The messages go on the window's own communicator (the same ranks), so
+ * they never meet XLA's own; a rank waits in MPI_Sendrecv, where the stall
+ * report and the peer watch find it. */
+enum { READY_TAG = 1, READ_TAG = 2 };
+
+int mpic_node_takes_sendrecv(const struct mpic_record *r, int sendcount, MPIABI_Datatype sendtype, int dest,
+                             int recvcount, MPIABI_Datatype recvtype, int source) {
+  if (!r || !r->node || sendcount != recvcount || sendtype != recvtype || sendcount <= 0) return 0;
+  if (dest < 0 || dest >= r->size || source < 0 || source >= r->size || dest == r->rank || source == r->rank)
+    return 0; /* MPI_PROC_NULL, or itself: the library's own */
+  int esize = 0;
+  if (mpic_next_Type_size(sendtype, &esize) != 0 || esize <= 0 || esize > MPIC_NODE_CHUNK) return 0;
+  /* the all-to-all's whole buffer, as the other collectives count theirs */
+  return mpic_node_takes(r, (size_t)esize * (size_t)sendcount * (size_t)r->size);
+}
+
+int mpic_node_sendrecv(struct mpic_record *r, const void *sendbuf, int count, MPIABI_Datatype type, int dest,
+                       void *recvbuf, int source, int recvtag, MPIABI_Status *status) {
+  struct mpic_node *n = r->node;
+  int esize = 0, ret = mpic_next_Type_size(type, &esize);
+  if (ret != 0) mpic_call_failed("MPI_Type_size (the node path's)", ret);
+  int64_t total = (int64_t)esize * count, per_chunk = MPIC_NODE_CHUNK / esize * esize;
+  char *mine = n->shares[n->rank] + 2 * MPIC_NODE_CHUNK;
+  const char *theirs = n->shares[source] + 2 * MPIC_NODE_CHUNK;
+  for (int64_t first = 0; first < total; first += per_chunk) {
+    size_t bytes = (size_t)(total - first < per_chunk ? total - first : per_chunk);
+    memcpy(mine, (const char *)sendbuf + first, bytes);
+    long long sending = total, coming = -1;
+    ret = mpic_next_Sendrecv(&sending, 1, MPIABI_LONG_LONG, dest, READY_TAG, &coming, 1, MPIABI_LONG_LONG, source,
+                             READY_TAG, n->shm, MPIABI_STATUS_IGNORE);
+    if (ret != 0) mpic_call_failed("MPI_Sendrecv (the node path's)", ret);
+    if (coming != total)
+      mpic_fatal("rank %d: an all-to-all expected %lld bytes from rank %d of XLA's communicator but that rank sends "
+                 "%lld: the ranks disagree about the transfer's size. No result was returned. Fix: make every rank "
+                 "run the same collectives with the same shapes",
+                 mpic_record_world_rank(), (long long)total, source, coming);
+    memcpy((char *)recvbuf + first, theirs, bytes);
+    ret = mpic_next_Sendrecv(NULL, 0, MPIABI_BYTE, source, READ_TAG, NULL, 0, MPIABI_BYTE, dest, READ_TAG, n->shm,
+                             MPIABI_STATUS_IGNORE);
+    if (ret != 0) mpic_call_failed("MPI_Sendrecv (the node path's)", ret);
+  }
+  if (status && status != MPIABI_STATUS_IGNORE) { /* as the library's would read: all of it, from source */
+    status->MPI_SOURCE = source;
+    status->MPI_TAG = recvtag;
+    status->MPI_ERROR = 0;
+    mpic_next_Status_set_elements(status, type, count);
+  }
   return 0;
 }

@@ -1,9 +1,9 @@
 /* The node's own data path (node.c): for a communicator XLA created whose
  * ranks all share one node, a shared-memory window of MPI's (MPI_Comm_split_type
  * MPI_COMM_TYPE_SHARED, MPI_Win_allocate_shared: standard MPI-3, on every
- * family the wrapper loads) through which large all-reduces, all-gathers and reduce-scatters move, at the
- * speed of the node's memory instead of the library's own shared-memory
- * protocol (MPICH and Open MPI are 3-4x off that floor on a 16-core node).
+ * family the wrapper loads) through which large all-reduces, all-gathers,
+ * reduce-scatters and all-to-alls move, at the speed of the node's memory
+ * instead of the library's own shared-memory protocol (MPICH and Open MPI are 3-4x off that floor on a 16-core node).
  *
  * Attached by the services that record a communicator (xla_policy.c,
  * devices/groups.c) right after its creation, which every member makes at
@@ -20,8 +20,10 @@
 #include "common.h"
 
 /* Each rank's share of a communicator's window: two halves of CHUNK bytes,
- * used in turn (node.c). */
+ * used in turn by the collectives, and a slot of CHUNK bytes for the
+ * exchanges of an all-to-all (node.c). */
 #define MPIC_NODE_CHUNK (512 * 1024)
+#define MPIC_NODE_SHARE (3 * MPIC_NODE_CHUNK)
 
 /* A new communicator's window, when MPI_COLLECTIVES_NODE_PATH=1, it has two
  * ranks or more and they all share one node; collective over r's members. */
@@ -43,5 +45,14 @@ int mpic_node_takes(const struct mpic_record *r, size_t bytes);
 int mpic_node_call_allreduce(void *args);
 int mpic_node_call_allgather(void *args);
 int mpic_node_call_reduce_scatter(void *args);
+
+/* XLA's all-to-all, one MPI_Sendrecv with each peer (arrivals.c): whether
+ * the window takes this exchange (the same count and type both ways, two
+ * other ranks of r, the all-to-all's bytes within the path's limits), and
+ * the exchange through it, with `status` filled as the library's would be. */
+int mpic_node_takes_sendrecv(const struct mpic_record *r, int sendcount, MPIABI_Datatype sendtype, int dest,
+                             int recvcount, MPIABI_Datatype recvtype, int source);
+int mpic_node_sendrecv(struct mpic_record *r, const void *sendbuf, int count, MPIABI_Datatype type, int dest,
+                       void *recvbuf, int source, int recvtag, MPIABI_Status *status);
 
 #endif
