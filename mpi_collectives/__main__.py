@@ -14,6 +14,7 @@ An error of the command line is one line on stderr beginning "mpi-collectives:",
 with nothing on stdout and a non-zero exit (2 for a wrong argument).
 """
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -80,7 +81,8 @@ def tunings_initialize_would_apply(rank: int, placements: list) -> list:
     kept = tuning.keep_freed_memory(chosen.keep_memory, apply=False)
     bind, source = library_settings.binding_for_this_process(chosen)
     lines = [kept, tuning.one_arena(kept, apply=False), library_settings.set_for_this_process(chosen, apply=False),
-             tuning.bind_cpus(rank, placements, bind, apply=False, source=source)]
+             tuning.bind_cpus(rank, placements, bind, apply=False, source=source),
+             library_settings.node_path_for_this_process(chosen, library_settings.users_node_path(chosen))[1]]
     return [line for line in lines if line]
 
 
@@ -119,8 +121,12 @@ def cmd_info(args) -> int:
         if advice:
             info["layout_advice"] = advice
         from .base import settings
-        from .services import node_path
-        info["node_path"] = node_path.describe(placements, settings.read())
+        from .services import library_settings, node_path
+        chosen = settings.read()
+        tuned, _ = library_settings.node_path_for_this_process(chosen, library_settings.users_node_path(chosen))
+        if tuned:  # what initialize() would give the native layer: tune's measurement
+            chosen = dataclasses.replace(chosen, node_path=tuned[0], node_path_min=tuned[1], node_path_max=tuned[2])
+        info["node_path"] = node_path.describe(placements, chosen)
         info["tunings"] = tunings_initialize_would_apply(info["rank"], placements)
         info["job"] = job_wide_choices(info["rank"], info["size"], info["thread_level"])
         if info["rank"] != 0:

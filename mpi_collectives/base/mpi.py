@@ -189,6 +189,13 @@ def set_local_devices(n: int) -> None:
         raise ValueError(n)
 
 
+def set_node_path(mode: int, min_bytes: int, max_bytes: int) -> None:
+    """Give the native layer the node path's settings (MPI_COLLECTIVES_NODE_PATH, _MIN, _MAX), before
+    XLA creates its first communicator: what `mpi-collectives tune` measured (library_settings.py)."""
+    if _native()[1].mpic_set_node_path(mode, min_bytes, max_bytes) != 0:
+        raise ValueError((mode, min_bytes, max_bytes))
+
+
 def bind_callers(cpus) -> None:
     """Move each thread that calls MPI through the wrapper onto `cpus` at its first call
     (MPI_COLLECTIVES_BIND_CPUS=2); an empty set turns that off."""

@@ -221,6 +221,7 @@ def _start_up(settings, collectives) -> Started:
             "mpi-collectives: initialize() was called after JAX created its backend, so JAX's collectives "
             "are already set up without MPI. Fix: call mpi_collectives.initialize() before the first JAX "
             "computation (right after the imports).")
+    users_node_path = library_settings.users_node_path(settings)  # before the export below
     _check_native_settings(settings)
     for unknown in _settings.unknown_variables():  # a misspelt setting changes nothing: say so, every rank
         say_line(unknown)
@@ -259,6 +260,11 @@ def _start_up(settings, collectives) -> Started:
     placements = layout.gather(size, mpi.allgather)
     bind, source = library_settings.binding_for_this_process(settings)
     tunings.append(tuning.bind_cpus(rank, placements, bind, bind_callers=mpi.bind_callers, source=source))
+    # Before JAX's backend, so before XLA creates any communicator (the native layer attaches its window then).
+    node_path, line = library_settings.node_path_for_this_process(settings, users_node_path)
+    if node_path:
+        mpi.set_node_path(*node_path)
+    tunings.append(line)
     _layout_note(rank, placements, settings.layout_note)
     gpu_ids, line = gpus.decide(rank, size, settings.local_device_ids, mpi.allgather)
     tunings.append(line)

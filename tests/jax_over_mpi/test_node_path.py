@@ -75,6 +75,16 @@ def test_a_rank_stalled_before_a_node_path_all_reduce_is_named():
     assert "in away_from_the_collective" in proc.stderr, explain(proc)
 
 
+def test_a_rank_stalled_before_a_node_path_all_to_all_is_named():
+    """The same before a 4 MiB all-to-all, whose exchange rank 0 waits in: in the node path's message
+    that the peer's piece is in its slot (XLA sends the all-to-all's parts as bytes)."""
+    proc = mpirun(2, [sys.executable, os.path.join(PROGRAMS, "stall.py"), "8", "1048576", "all_to_all"],
+                  env={**ON, "MPI_COLLECTIVES_STALL_REPORT": "3"}, timeout=180)
+    assert proc.returncode == 0 and proc.stdout.count("PASS stall rank") == 2, explain(proc)
+    assert re.search(r"mpi-collectives: stall: rank 0/2 has waited \d+ s in all-to-all \w+ x\d+ "
+                     r"\(#\d+ on communicator \d+\); not arrived: rank 1 \(outside MPI", proc.stderr), explain(proc)
+
+
 def test_the_default_leaves_intel_mpi_its_own_and_takes_the_others():
     proc = mpirun(2, [sys.executable, PROGRAM], env={"MPI_COLLECTIVES_VERBOSE": "2"}, timeout=300)
     digests(proc, 2)

@@ -30,7 +30,7 @@ def test_tune_writes_what_initialize_then_uses(tmp_path):
     from mpi_collectives.services import library_settings
     path = tmp_path / "conf" / "tuning.json"
     proc = tune("--ranks", "2", "--max-bytes", "65536", "--rounds", "1", "--scale", "0.1", "--binding", "yes",
-                "--file", str(path))
+                "--node-path-max-bytes", "1048576", "--file", str(path))
     assert proc.returncode == 0, explain(proc)
     info = json.loads(run([sys.executable, "-m", "mpi_collectives", "info", "--json"], cwd=HERE).stdout)
     impl = library_settings.implementation(info["version"])
@@ -69,6 +69,16 @@ def test_tune_writes_what_initialize_then_uses(tmp_path):
     if "bind_cpus" in entry:
         assert (f"MPI_COLLECTIVES_BIND_CPUS={entry['bind_cpus']} measured fastest by mpi-collectives tune on "
                 f"{entry['date']})") in proc.stdout, explain(proc)
+    # The node path, measured where the two ranks share this node: its limits, or off, in the entry,
+    # and what initialize() would give the native layer in info --init.
+    node = entry["node_path"]
+    assert sorted(entry["measured"]["node_path"]) == sorted(map(str, [65536, 262144, 1048576])), entry
+    if node["mode"]:
+        assert node["min"] in (65536, 262144, 1048576) and node["max"] in (0, 65536, 262144), entry
+        assert f"node-path: from {node['min']}" in proc.stdout, explain(proc)
+    else:
+        assert "node-path: off (MPI_COLLECTIVES_NODE_PATH=0: the library's own collectives measured faster by " \
+            f"mpi-collectives tune on {entry['date']})" in proc.stdout, explain(proc)
 
 
 def test_tune_refuses_what_it_cannot_compare(tmp_path):
@@ -291,3 +301,56 @@ def test_binding_is_measured_on_the_step_where_initialize_would_bind(monkeypatch
     assert tune.binding(args, "mpich", kept, [("node", sixteen)] * 8, said.append) == (None, {})
     assert said == ["binding not measured: MPI_COLLECTIVES_BIND_CPUS=2 is set in your environment, and a job that "
                     "sets it keeps it"] and calls == []
+
+
+@pytest.mark.parametrize("ratios, chosen", [
+    ([1.1, 0.9, 0.5, 0.5, 0.6, 0.7], {"mode": 1, "min": 1 << 18, "max": 0}),       # faster up to the last size
+    ([1.1, 0.9, 0.5, 0.5, 0.6, 1.2], {"mode": 1, "min": 1 << 18, "max": 1 << 24}),  # slower at the last
+    ([0.9, 1.1, 0.5, 0.5, 1.2, 1.3], {"mode": 1, "min": 1 << 20, "max": 1 << 22}),  # the longer run
+    ([1.1, 1.0, 0.97, 0.98, 1.2, 1.2], {"mode": 0, "min": 0, "max": 0}),             # never 5% faster: off
+    ([1.2] * 6, {"mode": 0, "min": 0, "max": 0})])
+def test_the_node_path_takes_the_sizes_where_it_was_faster(ratios, chosen):
+    from mpi_collectives.tools.bench import tune
+    sizes = tune.NODE_SIZES
+    # two collectives: one at the ratio, one at 1.0 with the path, so that the geometric mean is sqrt(ratio)
+    path = {"all-reduce": {b: r * r for b, r in zip(sizes, ratios)}, "all-gather": {b: 2.0 for b in sizes}}
+    library = {"all-reduce": {b: 1.0 for b in sizes}, "all-gather": {b: 2.0 for b in sizes}}
+    got, per_size = tune.choose_node_path(path, library)
+    assert got == chosen, per_size
+    assert per_size[sizes[2]][0] == pytest.approx(ratios[2]) and per_size[sizes[2]][1]["all-gather"] == 1.0
+
+
+def test_the_node_path_is_measured_where_the_ranks_share_a_node(monkeypatch):
+    """node_path(): JAX's collectives the path takes, with it on at every size and off, in interleaved
+    rounds with the kept library settings; not measured across nodes, with one rank a node, with
+    --node-path no, or where you set any of its settings."""
+    import types
+
+    from mpi_collectives.tools.bench import run as bench_run, tune
+    calls = []
+
+    def measure(_args, path, sizes, ops, settings):
+        calls.append((path, list(ops), settings))
+        faster = 0.5 if settings["MPI_COLLECTIVES_NODE_PATH"] == "1" else 1.0
+        return {op: {b: faster * b for b in sizes} for op in ops}
+    monkeypatch.setattr(tune, "measure", measure)
+    for name in ("MPI_COLLECTIVES_NODE_PATH", "MPI_COLLECTIVES_NODE_PATH_MIN", "MPI_COLLECTIVES_NODE_PATH_MAX"):
+        monkeypatch.delenv(name, raising=False)
+    args = types.SimpleNamespace(rounds=2, node_path="auto", node_path_max_bytes=1 << 24)
+    said = []
+    node, measured = tune.node_path(args, "mpich", {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}, 8, 1, said.append)
+    assert node == {"mode": 1, "min": 1 << 16, "max": 0} and sorted(measured) == tune.NODE_SIZES[:5], said
+    assert [c[2]["MPI_COLLECTIVES_NODE_PATH"] for c in calls] == ["1", "0", "1", "0"], calls
+    assert all(path == "jax-mpi" and ops == bench_run.NODE_PATH_OPS and s["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none"
+               for path, ops, s in calls), calls
+    assert calls[0][2]["MPI_COLLECTIVES_NODE_PATH_MIN"] == "0" and calls[0][2]["MPI_COLLECTIVES_NODE_PATH_MAX"] == "0"
+    assert "1.00x" not in tune.node_path_report(measured, node) and "0.50x" in tune.node_path_report(measured, node)
+    for per_node, nodes, words in [(8, 2, "span nodes"), (1, 4, "do not share one")]:
+        said.clear()
+        assert tune.node_path(args, "mpich", {}, per_node, nodes, said.append) == (None, {})
+        assert words in said[0], said
+    assert tune.node_path(types.SimpleNamespace(node_path="no"), "mpich", {}, 8, 1, said.append) == (None, {})
+    monkeypatch.setenv("MPI_COLLECTIVES_NODE_PATH_MIN", "1048576")
+    said.clear()
+    assert tune.node_path(args, "mpich", {}, 8, 1, said.append) == (None, {})
+    assert "MPI_COLLECTIVES_NODE_PATH_MIN is set in your environment" in said[0], said

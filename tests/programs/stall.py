@@ -2,12 +2,14 @@
 (time.sleep, in a function named away_from_the_collective, which its stacks
 must show) before a psum that the other ranks are already waiting in.
 
-    stall.py SECONDS [ELEMENTS]
+    stall.py SECONDS [ELEMENTS [OP]]
 
 ELEMENTS (default 4) per rank: 1048576 (4 MiB) puts the psum on the node path
-(native/src/services/node/) where the ranks share a node.
+(native/src/services/node/) where the ranks share a node. OP: psum (the
+default) or all_to_all (one MPI_Sendrecv with each peer, on the node path
+too at that size).
 
-Every rank then checks the psum exactly and prints "PASS stall rank R"; the
+Every rank then checks the result exactly and prints "PASS stall rank R"; the
 test reads the stall report and the stacks from stderr."""
 import sys
 import time
@@ -26,11 +28,17 @@ from launcher_env import jax_compat  # noqa: E402
 rank, size = info.rank, info.size
 mesh = Mesh(np.array(jax.devices()), ("x",))
 n = len(jax.devices())
-psum = jax.jit(jax_compat.shard_map()(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
 elements = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+op = sys.argv[3] if len(sys.argv) > 3 else "psum"
 full = (np.arange(n * elements) % 251).astype(np.float32).reshape(n, elements)
 x = jax.make_array_from_callback(full.shape, NamedSharding(mesh, P("x")), lambda index: full[index])
-want = full.sum(0, keepdims=True)
+if op == "psum":
+    psum = jax.jit(jax_compat.shard_map()(lambda v: jax.lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+    want = full.sum(0, keepdims=True)
+else:  # all_to_all: rank r gets part r of every rank's row
+    psum = jax.jit(jax_compat.shard_map()(lambda v: jax.lax.all_to_all(v, "x", 1, 1, tiled=True), mesh=mesh,
+                                          in_specs=P("x"), out_specs=P("x")))
+    want = full.reshape(n, n, -1).transpose(1, 0, 2).reshape(n, elements)[rank:rank + 1]
 assert np.array_equal(np.asarray(psum(x).addressable_data(0)), want)  # the communicator exists: a warm-up
 
 

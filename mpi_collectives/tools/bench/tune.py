@@ -30,7 +30,11 @@ through initialize() (nothing kept when they are slower), then the bench's data-
 the step's compute dilutes a collective's gain, and its noise is larger). Last, where initialize()
 would bind the ranks (--binding), the same step under each MPI_COLLECTIVES_BIND_CPUS with the kept
 settings: a binding is kept only where no weight layout is slower than unbound beyond the noise
-(choose_binding), the rule of issue 45's item 2. The entry is written for this
+(choose_binding), the rule of issue 45's item 2. Where the job's ranks share one node, JAX's
+collectives that the node's own data path takes are measured with it and with it off (the
+library's own), 64 KiB to 64 MiB in interleaved rounds, and the sizes where the path was faster
+become the entry's node path limits (choose_node_path), or the path is turned off where it never
+was (--node-path no skips this). The entry is written for this
 MPI installation, ranks per node and node size; a rerun replaces it. A job
 uses it only where every rank can tell that every node holds that many ranks
 (library_settings.job_layout): on one node, or under srun.
@@ -58,6 +62,9 @@ STEP_SHOWN = {"step": "weights [in, out]", "step-out-in": "weights [out, in]"}
 # MPI_COLLECTIVES_BIND_CPUS as tune tries it: the built-in first, and its second launch of a round.
 BUILT_IN, CALLERS, NONE = str(library_settings.BUILT_IN_BINDING), str(tuning.CALLERS_ONLY), "0"
 BINDINGS_TRIED = (BUILT_IN, CALLERS, NONE)
+# The node path's sizes: from below its built-in threshold (256 KiB) to its built-in limit (64 MiB,
+# --node-path-max-bytes), since the limits are what is measured.
+NODE_SIZES = [1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26]
 AGAIN = f"{BUILT_IN} again"
 
 
@@ -79,6 +86,12 @@ def parse(argv, prog, parser_class):
     parser.add_argument("--binding", choices=("auto", "yes", "no"), default="auto",
                         help="also measure MPI_COLLECTIVES_BIND_CPUS (1, 2, 0) on the training step; auto: where "
                              "initialize() would bind and each rank's slice has at least 2 CPUs (default: auto)")
+    parser.add_argument("--node-path", choices=("auto", "no"), default="auto",
+                        help="also measure the node's own data path against the library's collectives, where the "
+                             "ranks share one node (default: auto)")
+    parser.add_argument("--node-path-max-bytes", type=int, default=NODE_SIZES[-1],
+                        help=f"largest size the node path is measured at (default: {NODE_SIZES[-1]}; from "
+                             f"{NODE_SIZES[0]})")
     parser.add_argument("--timeout", type=int, default=600, help="seconds for each launch (default: 600)")
     args = parser.parse_args(argv)
     args.coordinator_host = "127.0.0.1"  # bench_run.launch's gloo coordinator: no gloo path here
@@ -320,6 +333,73 @@ def binding_report(bound: dict, chosen: str) -> str:
     return "\n".join(lines)
 
 
+def node_path(args, impl, kept, per_node, nodes, say) -> tuple:
+    """(the entry's node_path {"mode", "min", "max"}, or None where not measured; {size: (ratio, {op:
+    ratio})} of the path's time against the library's). Measured with the kept library settings, the
+    path on at every size and off, in interleaved rounds; chosen by choose_node_path()."""
+    own = [name for name in library_settings.NODE_PATH_VARIABLES if name in os.environ]
+    if own:
+        say(f"node path not measured: {', '.join(own)} is set in your environment, and a job that sets it keeps it")
+        return None, {}
+    if args.node_path == "no":
+        return None, {}
+    if nodes > 1 or per_node < 2:
+        say("node path not measured: it serves ranks that share one node, and this job's ranks "
+            + ("do not share one" if per_node < 2 else "span nodes (tune it with the ranks of one node)"))
+        return None, {}
+    settings = library_settings.with_implied(impl, kept)
+    on = dict(settings, MPI_COLLECTIVES_NODE_PATH="1", MPI_COLLECTIVES_NODE_PATH_MIN="0",
+              MPI_COLLECTIVES_NODE_PATH_MAX="0")
+    off = dict(settings, MPI_COLLECTIVES_NODE_PATH="0")
+    ops, sizes = bench_run.NODE_PATH_OPS, [b for b in NODE_SIZES if b <= max(args.node_path_max_bytes, NODE_SIZES[0])]
+    say(f"JAX's {', '.join(ops)} through the node's own data path and through the library's, "
+        f"{sizes[0]} B to {sizes[-1]} B, {args.rounds} rounds")
+    measured = rounds(args, "jax-mpi", sizes, {"path": (ops, on), "library": (ops, off)})
+    chosen, per_size = choose_node_path(measured["path"], measured["library"])
+    say("node path: " + node_path_words(chosen))
+    return chosen, per_size
+
+
+def choose_node_path(path: dict, library: dict, min_gain=MIN_GAIN) -> tuple:
+    """(the entry's node_path, {size: (ratio, {op: ratio})}) from {op: {bytes: seconds}} with the path
+    and without: per size, the geometric mean over the collectives of path/library. The path takes
+    the longest run of consecutive sizes where it was faster, if it was faster by min_gain at one of
+    them at least (else it is off): from the run's first size, up to its last unless the run reaches
+    the largest size measured (then no limit)."""
+    sizes = sorted({b for by_size in path.values() for b in by_size})
+    per_size = {}
+    for b in sizes:
+        each = {op: path[op][b] / library[op][b] for op in path if b in path[op] and b in library.get(op, {})}
+        per_size[b] = (float(np.exp(np.mean(np.log(list(each.values()))))), each)
+    runs, run = [], []
+    for b in sizes + [None]:  # maximal runs of consecutive sizes where the path was faster
+        if b is not None and per_size[b][0] < 1:
+            run.append(b)
+        elif run:
+            runs.append(run)
+            run = []
+    # the longest; between runs as long, the one with the larger gain
+    best = min(runs, key=lambda r: (-len(r), min(per_size[b][0] for b in r)), default=[])
+    if not best or min(per_size[b][0] for b in best) > 1 - min_gain:
+        return {"mode": 0, "min": 0, "max": 0}, per_size
+    return {"mode": 1, "min": best[0], "max": 0 if best[-1] == sizes[-1] else best[-1]}, per_size
+
+
+def node_path_words(chosen: dict) -> str:
+    if not chosen["mode"]:
+        return "off (MPI_COLLECTIVES_NODE_PATH=0): the library's own collectives were as fast or faster at every size"
+    upto = f" up to {chosen['max']} bytes" if chosen["max"] else " with no upper limit"
+    return f"from {chosen['min']} bytes{upto} (MPI_COLLECTIVES_NODE_PATH_MIN={chosen['min']}, _MAX={chosen['max']})"
+
+
+def node_path_report(per_size: dict, chosen: dict) -> str:
+    lines = ["JAX's collectives through the node's own data path, time against the library's own:"]
+    for b, (r, each) in per_size.items():
+        lines.append(f"  {b:>10d} B: {r:.2f}x (" + ", ".join(f"{op} {x:.2f}x" for op, x in each.items()) + ")")
+    lines.append("node path: " + node_path_words(chosen))
+    return "\n".join(lines)
+
+
 def refuse_users_own(impl):
     own = library_settings.users_own(impl, os.environ)
     if own:
@@ -371,12 +451,15 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
 
     kept, jax_ratio, step_ratio = confirm(args, impl, kept, sizes, all_ops, say)
     bind, bound = binding(args, impl, kept, placed, say)
+    node, node_measured = node_path(args, impl, kept, per_node, nodes, say)
     elapsed = time.monotonic() - started
     say(f"measured in {elapsed:.0f} s")
 
     print(report(rows, kept, jax_ratio, step_ratio, baseline, spread, per_node, nodes))
     if bound:
         print(binding_report(bound, bind))
+    if node is not None:
+        print(node_path_report(node_measured, node))
     entry = {"implementation": impl, "version": version, "library": os.path.realpath(mpi.library()),
              "ranks_per_node": per_node, "cpus": library_settings.node_cpus(), "nodes": nodes,
              "settings": kept, "date": datetime.date.today().isoformat(),
@@ -386,6 +469,9 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
     if bind is not None:
         entry["bind_cpus"] = int(bind)
         entry["measured"]["binding"] = bound
+    if node is not None:
+        entry["node_path"] = node
+        entry["measured"]["node_path"] = {str(b): {"ratio": r, "by_op": each} for b, (r, each) in node_measured.items()}
     if args.dry_run:
         print("(--dry-run: nothing written)")
         return 0

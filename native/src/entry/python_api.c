@@ -38,6 +38,17 @@ MPIABI_EXPORT int mpic_max_local_devices(void) { return MPIC_MAX_LOCAL_DEVICES; 
 
 /* For mpi_collectives.services.tuning (MPI_COLLECTIVES_BIND_CPUS=2), before JAX's backend exists. */
 MPIABI_EXPORT int mpic_bind_callers(const int *cpus, int n) { return mpic_caller_cpus_set(cpus, n); }
+
+/* initialize(): the node path's limits that `mpi-collectives tune` measured on
+ * this node (the tuning file's entry), given before JAX's backend exists, so
+ * before XLA creates any communicator; only where the user set none of them. */
+MPIABI_EXPORT int mpic_set_node_path(int mode, int min_bytes, int max_bytes) {
+  if (mode < 0 || mode > 2 || min_bytes < 0 || max_bytes < 0) return 1;
+  mpic_settings.node_path = mode;
+  mpic_settings.node_path_min = min_bytes;
+  mpic_settings.node_path_max = max_bytes;
+  return 0;
+}
 MPIABI_EXPORT int mpic_callers_moved(void) { return mpic_caller_cpus_moved(); }
 
 /* Ends the job with the caller's line (end_job.c); never returns. */
