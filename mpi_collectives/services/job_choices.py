@@ -44,8 +44,10 @@ WIRE_SETTINGS = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "check_collectives", "MPI_
                  # The split check is an allgather of its own inside each of XLA's MPI_Comm_split calls.
                  "MPI_COLLECTIVES_CHECK_SPLITS": "check_splits",
                  # Whether each of XLA's communicators on one node makes a shared window, and which
-                 # all-reduces go through it: ranks that differ would wait in different calls.
-                 "MPI_COLLECTIVES_NODE_PATH": "node_path", "MPI_COLLECTIVES_NODE_PATH_MIN": "node_path_min",
+                 # collectives go through it: ranks that differ would wait in different calls.
+                 "MPI_COLLECTIVES_NODE_PATH": "node_path",
+                 "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": "node_path_collectives",
+                 "MPI_COLLECTIVES_NODE_PATH_MIN": "node_path_min",
                  "MPI_COLLECTIVES_NODE_PATH_MAX": "node_path_max"}
 # How to make each kind of setting the same on every rank.
 _FIX_ENV = ("set {name} to one value for every rank (export it in the job script before the launcher: "

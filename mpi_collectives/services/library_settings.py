@@ -34,9 +34,10 @@ An entry may also hold the CPU binding tune measured on the training step
 MPI_COLLECTIVES_BIND_CPUS (binding_for_this_process()); binding acts on each
 rank alone, so it needs none of the care above.
 
-And the node path's limits tune measured (node_path: {"mode": 0 or 1, "min",
-"max"}: MPI_COLLECTIVES_NODE_PATH, _MIN and _MAX), which initialize() gives
-the native layer where you set none of the three (node_path_for_this_process()).
+And the node path's choice tune measured (node_path: {"mode": 0 or 1,
+"collectives", "min", "max"}: MPI_COLLECTIVES_NODE_PATH, _COLLECTIVES, _MIN and
+_MAX), which initialize() gives the native layer where you set none of them
+(node_path_for_this_process()).
 Every rank of a job that uses an entry uses the same one (the rule above), so
 the ranks of a node agree on which collectives go through the path.
 """
@@ -54,7 +55,9 @@ FORMAT = 1
 BINDINGS = (0, 1, 2)
 BUILT_IN_BINDING = 1
 # The node path's settings (base/settings.py), which an entry's "node_path" stands for.
-NODE_PATH_VARIABLES = ("MPI_COLLECTIVES_NODE_PATH", "MPI_COLLECTIVES_NODE_PATH_MIN", "MPI_COLLECTIVES_NODE_PATH_MAX")
+NODE_PATH_VARIABLES = ("MPI_COLLECTIVES_NODE_PATH", "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES",
+                       "MPI_COLLECTIVES_NODE_PATH_MIN", "MPI_COLLECTIVES_NODE_PATH_MAX")
+NODE_PATH_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 
 Variable = collections.namedtuple("Variable", "name values ops implies by_size", defaults=(False,))
 # What each implementation lets us choose for the MPI collectives XLA calls
@@ -292,11 +295,13 @@ def _check_entry(path: str, entry) -> None:
     bind = entry.get("bind_cpus", BUILT_IN_BINDING)
     if type(bind) is not int or bind not in BINDINGS:
         raise Refused(f"{path} sets bind_cpus={bind!r}, which is not one of {', '.join(map(str, BINDINGS))}")
-    node = entry.get("node_path", {"mode": 0, "min": 0, "max": 0})
-    if (not isinstance(node, dict) or set(node) != {"mode", "min", "max"} or node["mode"] not in (0, 1)
-            or any(type(v) is not int or not 0 <= v < 2 ** 31 for v in node.values())):
-        raise Refused(f"{path} sets node_path={node!r}, which is not {{\"mode\": 0 or 1, \"min\": bytes, "
-                      f"\"max\": bytes}}")
+    node = entry.get("node_path", {"mode": 0, "collectives": "", "min": 0, "max": 0})
+    if (not isinstance(node, dict) or set(node) != {"mode", "collectives", "min", "max"} or node["mode"] not in (0, 1)
+            or not isinstance(node["collectives"], str)
+            or any(w not in NODE_PATH_COLLECTIVES for w in node["collectives"].split(",") if node["collectives"])
+            or any(type(node[k]) is not int or not 0 <= node[k] < 2 ** 31 for k in ("mode", "min", "max"))):
+        raise Refused(f"{path} sets node_path={node!r}, which is not {{\"mode\": 0 or 1, \"collectives\": "
+                      f"\"{','.join(NODE_PATH_COLLECTIVES)}\" or some of them, \"min\": bytes, \"max\": bytes}}")
     impl = entry.get("implementation")
     allowed = known(impl)
     for name, value in entry["settings"].items():
@@ -419,7 +424,7 @@ def users_node_path(settings, environ=os.environ) -> bool:
     """Whether you chose any of the node path's settings (in the environment, or as initialize()'s
     keywords): asked before initialize() exports every native setting to the environment."""
     from ..base.settings import TABLE
-    names = ("node_path", "node_path_min", "node_path_max")
+    names = ("node_path", "node_path_collectives", "node_path_min", "node_path_max")
     return (any(TABLE[name].var in environ for name in names)
             or any(getattr(settings, name) != TABLE[name].default for name in names))
 
@@ -428,21 +433,23 @@ def node_path_for_this_process(settings, users_own: bool, environ=os.environ) ->
     """((mode, min, max) for the native layer, or None to keep the settings as they are; the line for
     Info.tunings, "" where there is nothing to say): what `mpi-collectives tune` measured for this
     MPI installation and this job's shape (the tuning file's entry, as for the library's settings),
-    unless you chose any of MPI_COLLECTIVES_NODE_PATH, _MIN or _MAX (users_own: users_node_path()'s
-    answer): then yours, all three."""
+    unless you chose any of MPI_COLLECTIVES_NODE_PATH, _COLLECTIVES, _MIN or _MAX (users_own:
+    users_node_path()'s answer): then yours, all four. (mode, collectives, min, max) as the settings
+    write them."""
     if users_own:
         return None, ""
     entry, _ = tuned_entry(mpi.library_version(), mpi.library(), environ, path=settings.tuning_file)
     if entry is None or "node_path" not in entry:
         return None, ""
     node, when = entry["node_path"], entry.get("date", "?")
+    chosen = (node["mode"], node["collectives"], node["min"], node["max"])
     if not node["mode"]:
-        return (0, node["min"], node["max"]), (f"node-path: off (MPI_COLLECTIVES_NODE_PATH=0: the library's own "
-                                               f"collectives measured faster by mpi-collectives tune on {when})")
+        return chosen, (f"node-path: off (MPI_COLLECTIVES_NODE_PATH=0: the library's own collectives measured "
+                        f"faster by mpi-collectives tune on {when})")
     upto = f" to {node['max']}" if node["max"] else ""
-    return (1, node["min"], node["max"]), (f"node-path: from {node['min']}{upto} bytes (MPI_COLLECTIVES_NODE_PATH_MIN="
-                                           f"{node['min']}, _MAX={node['max']}: measured by mpi-collectives tune "
-                                           f"on {when})")
+    return chosen, (f"node-path: {node['collectives']} from {node['min']}{upto} bytes (MPI_COLLECTIVES_NODE_PATH_"
+                    f"COLLECTIVES={node['collectives']}, _MIN={node['min']}, _MAX={node['max']}: measured by "
+                    f"mpi-collectives tune on {when})")
 
 
 def set_for_this_process(settings, apply=True) -> str:

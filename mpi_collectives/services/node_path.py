@@ -32,8 +32,8 @@ def describe(placements: list, chosen, free=None) -> str:
     need = most * WINDOW_PER_RANK
     free = shm_free() if free is None else free
     upto = f" and at most {chosen.node_path_max}" if chosen.node_path_max else ""
-    line = (f"on: all-reduces, all-gathers, reduce-scatters and all-to-alls of at least {chosen.node_path_min}{upto} "
-            f"bytes among ranks of one node go through a shared window of MPI's ({need // 1024} KiB of shared memory for {most} ranks, per communicator)")
+    line = (f"on: {chosen.node_path_collectives} of at least {chosen.node_path_min}{upto} "
+            f"bytes among ranks of one node through a shared window of MPI's ({need // 1024} KiB of shared memory for {most} ranks, per communicator)")
     if chosen.node_path == 2:
         line += "; not under Intel MPI (its own is near the memory floor: MPI_COLLECTIVES_NODE_PATH=1 takes it)"
     if len(per_node) > 1:

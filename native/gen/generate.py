@@ -205,7 +205,8 @@ def read_table(module):
 
 def native_settings():
     """(name, row, C kind) for each row the native layer reads, in the table's order:
-    text (a string), words (an index into the allowed words, -1 when unset) or int."""
+    text (a string), words (an index into the allowed words, -1 when unset), some (a bit per
+    allowed word: MPIC_<NAME>_<WORD>) or int."""
     table = read_table("settings")
     rows = []
     for name, row in table.TABLE.items():
@@ -213,12 +214,19 @@ def native_settings():
             continue
         if row.allowed is table.ANY:
             kind = "text"
+        elif isinstance(row.allowed, table.SomeOf):
+            kind = "some"
         elif isinstance(row.allowed[0], str):
             kind = "words"
         else:
             kind = "int"
         rows.append((name, row, kind))
     return rows
+
+
+def c_name(word):
+    """A word as part of a C name: ALL_REDUCE for all-reduce."""
+    return re.sub(r"[^A-Za-z0-9]", "_", word).upper()
 
 
 def gen_settings_h():
@@ -230,6 +238,10 @@ def gen_settings_h():
         if kind == "words":
             out.append(f"/* {row.var}: mpic_settings.{name} is the index of its word, -1 when unset */")
             out += [f"#define MPIC_{name.upper()}_{w.upper()} {i}" for i, w in enumerate(row.allowed)]
+            out.append(f"extern const char *const mpic_{name}_words[]; /* NULL-terminated */")
+        if kind == "some":
+            out.append(f"/* {row.var}: mpic_settings.{name} has a bit for each word named */")
+            out += [f"#define MPIC_{name.upper()}_{c_name(w)} (1 << {i})" for i, w in enumerate(row.allowed.words)]
             out.append(f"extern const char *const mpic_{name}_words[]; /* NULL-terminated */")
     out += ["", "struct mpic_settings {"]
     for name, row, kind in native_settings():
@@ -245,27 +257,31 @@ def gen_settings_h():
 
 def gen_settings_inc():
     out = [GENERATED.format("mpi_collectives/base/settings.py"),
-           "/* Included by native/src/base/settings.c, which defines read_text, read_words",
-           " * and read_int. */", "", "struct mpic_settings mpic_settings = {"]
+           "/* Included by native/src/base/settings.c, which defines read_text, read_words,",
+           " * read_some and read_int. */", "", "struct mpic_settings mpic_settings = {"]
     for name, row, kind in native_settings():
         if kind == "text":
             value = "NULL" if row.default is None else c_string(row.default)
         elif kind == "words":
             value = -1 if row.default is None else row.allowed.index(row.default)
+        elif kind == "some":
+            value = sum(1 << row.allowed.words.index(w) for w in row.default.split(","))
         else:
             value = int(row.default)
         out.append(f"    .{name} = {value},")
     out.append("};")
     for name, row, kind in native_settings():
-        if kind == "words":
-            out.append(f"const char *const mpic_{name}_words[] = {{"
-                       + ", ".join(map(c_string, row.allowed)) + ", NULL};")
+        if kind in ("words", "some"):
+            words = row.allowed.words if kind == "some" else row.allowed
+            out.append(f"const char *const mpic_{name}_words[] = {{" + ", ".join(map(c_string, words)) + ", NULL};")
     out += ["", "void mpic_read_settings(void) {"]
     for name, row, kind in native_settings():
         if kind == "text":
             out.append(f'  read_text("{row.var}", &mpic_settings.{name});')
         elif kind == "words":
             out.append(f'  read_words("{row.var}", &mpic_settings.{name}, mpic_{name}_words);')
+        elif kind == "some":
+            out.append(f'  read_some("{row.var}", &mpic_settings.{name}, mpic_{name}_words);')
         else:
             out.append(f'  read_int("{row.var}", &mpic_settings.{name}, {row.allowed[0]}, {row.allowed[1]});')
     out.append("}")

@@ -16,6 +16,12 @@ extern const char *const mpic_abi_words[]; /* NULL-terminated */
 #define MPIC_THREAD_LEVEL_MULTIPLE 3
 #define MPIC_THREAD_LEVEL_REQUESTED 4
 extern const char *const mpic_thread_level_words[]; /* NULL-terminated */
+/* MPI_COLLECTIVES_NODE_PATH_COLLECTIVES: mpic_settings.node_path_collectives has a bit for each word named */
+#define MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE (1 << 0)
+#define MPIC_NODE_PATH_COLLECTIVES_ALL_GATHER (1 << 1)
+#define MPIC_NODE_PATH_COLLECTIVES_REDUCE_SCATTER (1 << 2)
+#define MPIC_NODE_PATH_COLLECTIVES_ALL_TO_ALL (1 << 3)
+extern const char *const mpic_node_path_collectives_words[]; /* NULL-terminated */
 
 struct mpic_settings {
   const char *libmpi; /* MPI_COLLECTIVES_LIBMPI */
@@ -25,6 +31,7 @@ struct mpic_settings {
   int check_splits; /* MPI_COLLECTIVES_CHECK_SPLITS */
   int check_collectives; /* MPI_COLLECTIVES_CHECK_COLLECTIVES */
   int node_path; /* MPI_COLLECTIVES_NODE_PATH */
+  int node_path_collectives; /* MPI_COLLECTIVES_NODE_PATH_COLLECTIVES */
   int node_path_min; /* MPI_COLLECTIVES_NODE_PATH_MIN */
   int node_path_max; /* MPI_COLLECTIVES_NODE_PATH_MAX */
   int devices_timeout; /* MPI_COLLECTIVES_DEVICES_TIMEOUT */

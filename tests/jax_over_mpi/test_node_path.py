@@ -16,9 +16,11 @@ from mpi_collectives.integration.jax_compat import LOCAL_DEVICES_JAX, installed_
 
 pytestmark = pytest.mark.jax
 PROGRAM = os.path.join(PROGRAMS, "node_path.py")
-TAKEN = "all-reduces, all-gathers, reduce-scatters and all-to-alls from 262144 bytes through a shared window"
-# On with every library (the default, 2, leaves Intel MPI its own), and its log line.
-ON = {"MPI_COLLECTIVES_NODE_PATH": "1", "MPI_COLLECTIVES_VERBOSE": "2"}
+EVERY = "all-reduce,all-gather,reduce-scatter,all-to-all"
+TAKEN = f"{EVERY} from 262144 bytes through a shared window"
+# On with every library (the default, 2, leaves Intel MPI its own) for every collective it can take
+# (the default takes all-reduce alone), and its log line.
+ON = {"MPI_COLLECTIVES_NODE_PATH": "1", "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": EVERY, "MPI_COLLECTIVES_VERBOSE": "2"}
 
 
 def digests(proc, n):
@@ -89,9 +91,10 @@ def test_the_default_leaves_intel_mpi_its_own_and_takes_the_others():
     proc = mpirun(2, [sys.executable, PROGRAM], env={"MPI_COLLECTIVES_VERBOSE": "2"}, timeout=300)
     digests(proc, 2)
     if "Intel(R) MPI" in mpi_library_name():
-        assert TAKEN not in proc.stderr and "Intel MPI's own collectives" in proc.stderr, explain(proc)
-    else:
-        assert TAKEN in proc.stderr, explain(proc)
+        assert "through a shared window" not in proc.stderr and "Intel MPI's own collectives" in proc.stderr, \
+            explain(proc)
+    else:  # all-reduce alone by default (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES)
+        assert "all-reduce from 262144 bytes through a shared window" in proc.stderr, explain(proc)
 
 
 def mpi_library_name():
@@ -101,7 +104,8 @@ def mpi_library_name():
 
 # Every collective the node path takes, at every size that carries data (MPI_COLLECTIVES_NODE_PATH_MIN=0:
 # from a few bytes, so that pieces of one element per rank, uneven slices and every dtype go through it).
-EVERY_SIZE = {"MPI_COLLECTIVES_NODE_PATH": "1", "MPI_COLLECTIVES_NODE_PATH_MIN": "0"}
+EVERY_SIZE = {"MPI_COLLECTIVES_NODE_PATH": "1", "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": EVERY,
+              "MPI_COLLECTIVES_NODE_PATH_MIN": "0"}
 
 
 def test_the_dtype_matrix_through_the_node_path_is_exact(jax_env):
@@ -110,7 +114,7 @@ def test_the_dtype_matrix_through_the_node_path_is_exact(jax_env):
     proc = mpirun(3, [sys.executable, os.path.join(PROGRAMS, "collectives.py")],
                   env={**jax_env, **EVERY_SIZE, "MPI_COLLECTIVES_VERBOSE": "2"}, timeout=600)
     assert proc.returncode == 0 and "ALL OK" in proc.stdout, explain(proc)
-    assert "all-to-alls from 0 bytes through a shared window" in proc.stderr, explain(proc)
+    assert f"{EVERY} from 0 bytes through a shared window" in proc.stderr, explain(proc)
 
 
 def test_the_soak_through_the_node_path_has_no_wrong_result(jax_env):

@@ -258,6 +258,8 @@ def test_other_ranks_wait_for_the_coordinator_to_listen():
     ("MPI_COLLECTIVES_ABI", "foo", "one of mpich, openmpi, standard"),
     ("MPI_COLLECTIVES_THREAD_LEVEL", "bogus", "one of single, funneled, serialized, multiple, requested"),
     ("MPI_COLLECTIVES_COORDINATOR", "nohost", "host:port"),
+    ("MPI_COLLECTIVES_NODE_PATH_COLLECTIVES", "all-reduce,broadcast",
+     "a comma-separated list of all-reduce, all-gather, reduce-scatter, all-to-all"),
 ]))
 def test_a_setting_that_is_not_understood_is_an_error_on_every_rank(variable, value, allowed):
     start = time.monotonic()

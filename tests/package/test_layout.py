@@ -160,8 +160,8 @@ def test_the_node_paths_line_says_what_it_will_do():
     two = [Placement("a", frozenset({0}), {}), Placement("a", frozenset({1}), {})]
     on = read(node_path=1, node_path_min=262144, node_path_max=0)
     assert describe(two, on, free=1 << 30) == (
-        "on: all-reduces, all-gathers, reduce-scatters and all-to-alls of at least 262144 bytes among ranks of one "
-        "node go through a shared window of MPI's (3072 KiB of shared memory for 2 ranks, per communicator)")
+        "on: all-reduce of at least 262144 bytes among ranks of one node through a shared window of MPI's "
+        "(3072 KiB of shared memory for 2 ranks, per communicator)")
     short = describe(two + [Placement("b", frozenset({0}), {})], on, free=3 << 20)
     assert short.endswith("communicators that span nodes keep the library's; but /dev/shm has 3072 KiB free here, "
                           "less than twice that: each communicator will use the library's own (a larger /dev/shm, "

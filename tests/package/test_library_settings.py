@@ -140,8 +140,10 @@ def test_the_binding_tune_measured_is_taken_unless_you_chose_one(tmp_path, monke
     assert library_settings.binding_for_this_process(settings.read(tuning_file=path), one_node) == (1, "")
 
 
-@pytest.mark.parametrize("node", [{"mode": 2, "min": 0, "max": 0}, {"mode": 1, "min": -1, "max": 0},
-                                  {"mode": 1, "min": 262144}, "on"])
+@pytest.mark.parametrize("node", [{"mode": 2, "collectives": "all-reduce", "min": 0, "max": 0},
+                                  {"mode": 1, "collectives": "all-reduce", "min": -1, "max": 0},
+                                  {"mode": 1, "collectives": "broadcast", "min": 0, "max": 0},
+                                  {"mode": 1, "min": 262144, "max": 0}, "on"])
 def test_a_file_with_node_path_limits_initialize_does_not_know_is_refused_whole(node, tmp_path):
     path = write(tmp_path, entry(node_path=node))
     chosen, line = decide(path=path)
@@ -158,20 +160,22 @@ def test_the_node_path_tune_measured_is_taken_unless_you_chose_any_of_its_settin
     for name in s.NODE_PATH_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     one_node = {"PMI_RANK": "0", "PMI_SIZE": "2", "MPI_LOCALNRANKS": "2"}
-    path = write(tmp_path, entry(node_path={"mode": 1, "min": 1048576, "max": 16777216}, date="2026-11-27"))
+    path = write(tmp_path, entry(node_path={"mode": 1, "collectives": "all-reduce,all-gather", "min": 1048576,
+                                            "max": 16777216}, date="2026-11-27"))
     chosen = settings.read(tuning_file=path)
     assert not s.users_node_path(chosen, one_node)
     assert s.node_path_for_this_process(chosen, False, one_node) == (
-        (1, 1048576, 16777216), "node-path: from 1048576 to 16777216 bytes (MPI_COLLECTIVES_NODE_PATH_MIN=1048576, "
-                                "_MAX=16777216: measured by mpi-collectives tune on 2026-11-27)")
-    # Yours, in the environment or as a keyword: all three stay yours.
+        (1, "all-reduce,all-gather", 1048576, 16777216),
+        "node-path: all-reduce,all-gather from 1048576 to 16777216 bytes (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES="
+        "all-reduce,all-gather, _MIN=1048576, _MAX=16777216: measured by mpi-collectives tune on 2026-11-27)")
+    # Yours, in the environment or as a keyword: all four stay yours.
     assert s.users_node_path(chosen, dict(one_node, MPI_COLLECTIVES_NODE_PATH_MAX="0"))
     assert s.users_node_path(settings.read(tuning_file=path, node_path_min=4096), one_node)
     assert s.node_path_for_this_process(chosen, True, one_node) == (None, "")
     # Measured slower everywhere: off, and said so.
-    path = write(tmp_path, entry(node_path={"mode": 0, "min": 0, "max": 0}, date="2026-11-27"))
+    path = write(tmp_path, entry(node_path={"mode": 0, "collectives": "", "min": 0, "max": 0}, date="2026-11-27"))
     got = s.node_path_for_this_process(settings.read(tuning_file=path), False, one_node)
-    assert got[0] == (0, 0, 0) and got[1].startswith("node-path: off (MPI_COLLECTIVES_NODE_PATH=0"), got
+    assert got[0] == (0, "", 0, 0) and got[1].startswith("node-path: off (MPI_COLLECTIVES_NODE_PATH=0"), got
     # Another shape, or an entry without it: the settings as they are.
     assert s.node_path_for_this_process(chosen, False, dict(one_node, PMI_SIZE="3", MPI_LOCALNRANKS="3")) == \
         (None, "")

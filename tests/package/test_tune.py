@@ -75,7 +75,8 @@ def test_tune_writes_what_initialize_then_uses(tmp_path):
     assert sorted(entry["measured"]["node_path"]) == sorted(map(str, [65536, 262144, 1048576])), entry
     if node["mode"]:
         assert node["min"] in (65536, 262144, 1048576) and node["max"] in (0, 65536, 262144), entry
-        assert f"node-path: from {node['min']}" in proc.stdout, explain(proc)
+        assert set(node["collectives"].split(",")) <= {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"}
+        assert f"node-path: {node['collectives']} from {node['min']}" in proc.stdout, explain(proc)
     else:
         assert "node-path: off (MPI_COLLECTIVES_NODE_PATH=0: the library's own collectives measured faster by " \
             f"mpi-collectives tune on {entry['date']})" in proc.stdout, explain(proc)
@@ -303,21 +304,30 @@ def test_binding_is_measured_on_the_step_where_initialize_would_bind(monkeypatch
                     "sets it keeps it"] and calls == []
 
 
+ON = {"mode": 1, "collectives": "all-reduce"}
+OFF = {"mode": 0, "collectives": "", "min": 0, "max": 0}
+
+
 @pytest.mark.parametrize("ratios, chosen", [
-    ([1.1, 0.9, 0.5, 0.5, 0.6, 0.7], {"mode": 1, "min": 1 << 18, "max": 0}),       # faster up to the last size
-    ([1.1, 0.9, 0.5, 0.5, 0.6, 1.2], {"mode": 1, "min": 1 << 18, "max": 1 << 24}),  # slower at the last
-    ([0.9, 1.1, 0.5, 0.5, 1.2, 1.3], {"mode": 1, "min": 1 << 20, "max": 1 << 22}),  # the longer run
-    ([1.1, 1.0, 0.97, 0.98, 1.2, 1.2], {"mode": 0, "min": 0, "max": 0}),             # never 5% faster: off
-    ([1.2] * 6, {"mode": 0, "min": 0, "max": 0})])
-def test_the_node_path_takes_the_sizes_where_it_was_faster(ratios, chosen):
+    ([1.1, 0.9, 0.5, 0.5, 0.6, 0.7], dict(ON, min=1 << 18, max=0)),       # faster up to the last size
+    ([1.1, 0.9, 0.5, 0.5, 0.6, 1.2], dict(ON, min=1 << 18, max=1 << 24)),  # slower at the last
+    ([0.9, 1.1, 0.5, 0.5, 1.2, 1.3], dict(ON, min=1 << 20, max=1 << 22)),  # the longer run
+    ([1.1, 1.0, 0.97, 0.98, 1.2, 1.2], OFF),                               # never 5% faster: off
+    ([1.2] * 6, OFF)])
+def test_the_node_path_takes_the_collectives_and_sizes_where_it_was_faster(ratios, chosen):
     from mpi_collectives.tools.bench import tune
     sizes = tune.NODE_SIZES
-    # two collectives: one at the ratio, one at 1.0 with the path, so that the geometric mean is sqrt(ratio)
-    path = {"all-reduce": {b: r * r for b, r in zip(sizes, ratios)}, "all-gather": {b: 2.0 for b in sizes}}
+    # all-reduce at the ratio; all-gather as fast either way, so not taken, and the per-size mean is sqrt(ratio)
+    path = {"all-reduce": {b: r for b, r in zip(sizes, ratios)}, "all-gather": {b: 2.0 for b in sizes}}
     library = {"all-reduce": {b: 1.0 for b in sizes}, "all-gather": {b: 2.0 for b in sizes}}
     got, per_size = tune.choose_node_path(path, library)
     assert got == chosen, per_size
-    assert per_size[sizes[2]][0] == pytest.approx(ratios[2]) and per_size[sizes[2]][1]["all-gather"] == 1.0
+    assert per_size[sizes[2]][0] == pytest.approx(ratios[2] ** 0.5) and per_size[sizes[2]][1]["all-gather"] == 1.0
+    # all-gather faster too, at the larger sizes only: both taken, the limits those of their mean
+    path["all-gather"] = {b: 2.0 * (0.5 if b >= 1 << 22 else 1.0) for b in sizes}
+    both, _ = tune.choose_node_path(path, library)
+    if chosen["mode"]:
+        assert both["collectives"] == "all-reduce,all-gather", both
 
 
 def test_the_node_path_is_measured_where_the_ranks_share_a_node(monkeypatch):
@@ -326,7 +336,8 @@ def test_the_node_path_is_measured_where_the_ranks_share_a_node(monkeypatch):
     --node-path no, or where you set any of its settings."""
     import types
 
-    from mpi_collectives.tools.bench import run as bench_run, tune
+    from mpi_collectives.services import library_settings
+    from mpi_collectives.tools.bench import tune
     calls = []
 
     def measure(_args, path, sizes, ops, settings):
@@ -334,15 +345,17 @@ def test_the_node_path_is_measured_where_the_ranks_share_a_node(monkeypatch):
         faster = 0.5 if settings["MPI_COLLECTIVES_NODE_PATH"] == "1" else 1.0
         return {op: {b: faster * b for b in sizes} for op in ops}
     monkeypatch.setattr(tune, "measure", measure)
-    for name in ("MPI_COLLECTIVES_NODE_PATH", "MPI_COLLECTIVES_NODE_PATH_MIN", "MPI_COLLECTIVES_NODE_PATH_MAX"):
+    for name in library_settings.NODE_PATH_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     args = types.SimpleNamespace(rounds=2, node_path="auto", node_path_max_bytes=1 << 24)
     said = []
     node, measured = tune.node_path(args, "mpich", {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}, 8, 1, said.append)
-    assert node == {"mode": 1, "min": 1 << 16, "max": 0} and sorted(measured) == tune.NODE_SIZES[:5], said
+    assert node == {"mode": 1, "collectives": "all-reduce,all-gather,reduce-scatter,all-to-all", "min": 1 << 16,
+                    "max": 0} and sorted(measured) == tune.NODE_SIZES[:5], said
     assert [c[2]["MPI_COLLECTIVES_NODE_PATH"] for c in calls] == ["1", "0", "1", "0"], calls
-    assert all(path == "jax-mpi" and ops == bench_run.NODE_PATH_OPS and s["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none"
-               for path, ops, s in calls), calls
+    assert all(path == "jax-mpi" and ops == list(library_settings.NODE_PATH_COLLECTIVES)
+               and s["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none" for path, ops, s in calls), calls
+    assert calls[0][2]["MPI_COLLECTIVES_NODE_PATH_COLLECTIVES"] == ",".join(library_settings.NODE_PATH_COLLECTIVES)
     assert calls[0][2]["MPI_COLLECTIVES_NODE_PATH_MIN"] == "0" and calls[0][2]["MPI_COLLECTIVES_NODE_PATH_MAX"] == "0"
     assert "1.00x" not in tune.node_path_report(measured, node) and "0.50x" in tune.node_path_report(measured, node)
     for per_node, nodes, words in [(8, 2, "span nodes"), (1, 4, "do not share one")]:

@@ -233,15 +233,6 @@ def targets(data):
                     "loop", all(a < c for a, _, c, _ in node),
                     ", ".join(f"{a / c:.2f}x at {n // MiB} MiB ({a:.0f} us; with the path off {b:.0f})"
                               for a, b, c, n in node)))
-    # Up to the path's default limit (64 MiB): the sizes it takes.
-    both = [(median_us(r, "jax-mpi", op, n), median_us(r, "jax-mpi-library", op, n), op, n)
-            for op in ("all-gather", "reduce-scatter", "all-to-all") for n in sizes if 1 * MiB <= n <= 64 * MiB]
-    both = [p for p in both if None not in p]
-    if both and data.get("hosts", 1) == 1:
-        out.append(("all-gather, reduce-scatter and all-to-all from 1 MiB through the node's own data path no slower "
-                    "than the MPI library's own under JAX (within 1.1x, the spread between launches)",
-                    all(a <= 1.1 * b for a, b, _, _ in both),
-                    ", ".join(f"{op} {a / b:.2f}x at {n // MiB} MiB" for a, b, op, n in both)))
     ratios = []
     for op in OPS:
         for n in sizes:

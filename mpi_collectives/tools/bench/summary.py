@@ -124,8 +124,9 @@ def short(runs, folder_link):
         "All-reduce of float32, median microseconds per call, by bytes per rank:",
         allreduce_table(runs),
         *([f"The node's own data path: JAX's collective with it / with it off (`MPI_COLLECTIVES_NODE_PATH=0`, "
-           f"the library's own), median microseconds per call, by bytes per rank (all-gather: each rank's part; "
-           f"the path is off under Intel MPI by default):\n\n{node_path_table(runs)}"] if node_path_table(runs) else []),
+           f"the library's own), median microseconds per call, by bytes per rank (all-gather: each rank's part). "
+           f"Under Intel MPI the path is off by default, so both are the library's own there and their "
+           f"difference is the run's noise:\n\n{node_path_table(runs)}"] if node_path_table(runs) else []),
         *users,
         extras(runs),
         f"Every collective, size and path, with plots: [{folder_link}]({folder_link}/README.md).",

@@ -32,9 +32,9 @@ would bind the ranks (--binding), the same step under each MPI_COLLECTIVES_BIND_
 settings: a binding is kept only where no weight layout is slower than unbound beyond the noise
 (choose_binding), the rule of issue 45's item 2. Where the job's ranks share one node, JAX's
 collectives that the node's own data path takes are measured with it and with it off (the
-library's own), 64 KiB to 64 MiB in interleaved rounds, and the sizes where the path was faster
-become the entry's node path limits (choose_node_path), or the path is turned off where it never
-was (--node-path no skips this). The entry is written for this
+library's own), 64 KiB to 64 MiB in interleaved rounds; the collectives and sizes where the path
+was faster become the entry's node path choice (choose_node_path), or the path is turned off where
+it never was (--node-path no skips this). The entry is written for this
 MPI installation, ranks per node and node size; a rerun replaces it. A job
 uses it only where every rank can tell that every node holds that many ranks
 (library_settings.job_layout): on one node, or under srun.
@@ -348,10 +348,11 @@ def node_path(args, impl, kept, per_node, nodes, say) -> tuple:
             + ("do not share one" if per_node < 2 else "span nodes (tune it with the ranks of one node)"))
         return None, {}
     settings = library_settings.with_implied(impl, kept)
-    on = dict(settings, MPI_COLLECTIVES_NODE_PATH="1", MPI_COLLECTIVES_NODE_PATH_MIN="0",
-              MPI_COLLECTIVES_NODE_PATH_MAX="0")
+    ops = library_settings.NODE_PATH_COLLECTIVES
+    on = dict(settings, MPI_COLLECTIVES_NODE_PATH="1", MPI_COLLECTIVES_NODE_PATH_COLLECTIVES=",".join(ops),
+              MPI_COLLECTIVES_NODE_PATH_MIN="0", MPI_COLLECTIVES_NODE_PATH_MAX="0")
     off = dict(settings, MPI_COLLECTIVES_NODE_PATH="0")
-    ops, sizes = bench_run.NODE_PATH_OPS, [b for b in NODE_SIZES if b <= max(args.node_path_max_bytes, NODE_SIZES[0])]
+    sizes = [b for b in NODE_SIZES if b <= max(args.node_path_max_bytes, NODE_SIZES[0])]
     say(f"JAX's {', '.join(ops)} through the node's own data path and through the library's, "
         f"{sizes[0]} B to {sizes[-1]} B, {args.rounds} rounds")
     measured = rounds(args, "jax-mpi", sizes, {"path": (ops, on), "library": (ops, off)})
@@ -360,36 +361,46 @@ def node_path(args, impl, kept, per_node, nodes, say) -> tuple:
     return chosen, per_size
 
 
-def choose_node_path(path: dict, library: dict, min_gain=MIN_GAIN) -> tuple:
-    """(the entry's node_path, {size: (ratio, {op: ratio})}) from {op: {bytes: seconds}} with the path
-    and without: per size, the geometric mean over the collectives of path/library. The path takes
-    the longest run of consecutive sizes where it was faster, if it was faster by min_gain at one of
-    them at least (else it is off): from the run's first size, up to its last unless the run reaches
-    the largest size measured (then no limit)."""
-    sizes = sorted({b for by_size in path.values() for b in by_size})
-    per_size = {}
-    for b in sizes:
-        each = {op: path[op][b] / library[op][b] for op in path if b in path[op] and b in library.get(op, {})}
-        per_size[b] = (float(np.exp(np.mean(np.log(list(each.values()))))), each)
+def _best_run(ratios: dict, min_gain: float) -> list:
+    """The longest run of consecutive sizes (of {size: path/library}) where the path was faster,
+    between runs as long the one with the larger gain; [] unless it was min_gain faster at one."""
     runs, run = [], []
-    for b in sizes + [None]:  # maximal runs of consecutive sizes where the path was faster
-        if b is not None and per_size[b][0] < 1:
+    for b in sorted(ratios) + [None]:
+        if b is not None and ratios[b] < 1:
             run.append(b)
         elif run:
             runs.append(run)
             run = []
-    # the longest; between runs as long, the one with the larger gain
-    best = min(runs, key=lambda r: (-len(r), min(per_size[b][0] for b in r)), default=[])
-    if not best or min(per_size[b][0] for b in best) > 1 - min_gain:
-        return {"mode": 0, "min": 0, "max": 0}, per_size
-    return {"mode": 1, "min": best[0], "max": 0 if best[-1] == sizes[-1] else best[-1]}, per_size
+    best = min(runs, key=lambda r: (-len(r), min(ratios[b] for b in r)), default=[])
+    return best if best and min(ratios[b] for b in best) <= 1 - min_gain else []
+
+
+def choose_node_path(path: dict, library: dict, min_gain=MIN_GAIN) -> tuple:
+    """(the entry's node_path, {size: (ratio, {op: ratio})}) from {op: {bytes: seconds}} with the path
+    and without. A collective goes through the path where it was faster by min_gain over a run of
+    consecutive sizes (_best_run); the limits are those of the run of the geometric mean over the
+    chosen collectives: from its first size, up to its last unless it reaches the largest size
+    measured (then no limit). Faster nowhere: off."""
+    sizes = sorted({b for by_size in path.values() for b in by_size})
+    each = {b: {op: path[op][b] / library[op][b] for op in path if b in path[op] and b in library.get(op, {})}
+            for b in sizes}
+    per_size = {b: (float(np.exp(np.mean(np.log(list(each[b].values()))))), each[b]) for b in sizes}
+    chosen = [op for op in path if _best_run({b: each[b][op] for b in sizes if op in each[b]}, min_gain)]
+    mean = {b: float(np.exp(np.mean(np.log([each[b][op] for op in chosen if op in each[b]])))) for b in sizes} \
+        if chosen else {}
+    best = _best_run(mean, min_gain) if chosen else []
+    if not best:
+        return {"mode": 0, "collectives": "", "min": 0, "max": 0}, per_size
+    return {"mode": 1, "collectives": ",".join(op for op in library_settings.NODE_PATH_COLLECTIVES if op in chosen),
+            "min": best[0], "max": 0 if best[-1] == sizes[-1] else best[-1]}, per_size
 
 
 def node_path_words(chosen: dict) -> str:
     if not chosen["mode"]:
         return "off (MPI_COLLECTIVES_NODE_PATH=0): the library's own collectives were as fast or faster at every size"
     upto = f" up to {chosen['max']} bytes" if chosen["max"] else " with no upper limit"
-    return f"from {chosen['min']} bytes{upto} (MPI_COLLECTIVES_NODE_PATH_MIN={chosen['min']}, _MAX={chosen['max']})"
+    return (f"{chosen['collectives']} from {chosen['min']} bytes{upto} (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES="
+            f"{chosen['collectives']}, _MIN={chosen['min']}, _MAX={chosen['max']})")
 
 
 def node_path_report(per_size: dict, chosen: dict) -> str:

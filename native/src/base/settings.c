@@ -42,6 +42,33 @@ static void read_words(const char *var, int *out, const char *const *words) {
   bad(var, v, allowed);
 }
 
+/* A comma-separated list of some of `words` (NULL-terminated), in any case:
+ * *out gets a bit for each word named (bit i for words[i]). */
+static void read_some(const char *var, int *out, const char *const *words) {
+  const char *v = getenv(var);
+  if (!v || !*v) return;
+  int bits = 0;
+  for (const char *p = v; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    int found = -1;
+    for (int i = 0; words[i] && found < 0; i++)
+      if (strlen(words[i]) == len && !strncasecmp(p, words[i], len)) found = i;
+    if (found < 0) {
+      char allowed[256] = "a comma-separated list of ";
+      for (int i = 0; words[i]; i++) {
+        size_t at = strlen(allowed);
+        snprintf(allowed + at, sizeof allowed - at, "%s%s", i ? ", " : "", words[i]);
+      }
+      bad(var, v, allowed);
+      return;
+    }
+    bits |= 1 << found;
+    p = end ? end + 1 : p + len;
+  }
+  *out = bits;
+}
+
 /* A whole number from lo to hi. */
 static void read_int(const char *var, int *out, int lo, int hi) {
   const char *v = getenv(var);

@@ -20,7 +20,7 @@ int mpic_xla_allreduce(struct mpic_record *r, const void *sendbuf, void *recvbuf
   struct mpic_carry carry =
       mpic_carry_reduce(&c, sendbuf == MPIABI_IN_PLACE ? recvbuf : sendbuf, count, recvbuf, 0, count);
   struct mpic_allreduce_args a = {sendbuf, recvbuf, count, datatype, op, r->comm};
-  int node = r->node && mpic_node_takes(r, bytes_of(datatype, count));
+  int node = r->node && mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE, bytes_of(datatype, count));
   return mpic_dispatch(r, &c, &carry, "MPI_Allreduce", node ? mpic_node_call_allreduce : mpic_call_allreduce, &a);
 }
 
@@ -37,7 +37,7 @@ int mpic_xla_allgather(struct mpic_record *r, const void *sendbuf, int sendcount
     const void *mine = sendbuf == MPIABI_IN_PLACE ? (const char *)recvbuf + elem * (size_t)at : sendbuf;
     carry = mpic_carry_place(&c, mine, at, sendcount, recvbuf, (int64_t)sendcount * r->size);
   }
-  int node = r->node && mpic_node_takes(r, bytes_of(recvtype, (int64_t)recvcount * r->size));
+  int node = r->node && mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_ALL_GATHER, bytes_of(recvtype, (int64_t)recvcount * r->size));
   return mpic_dispatch(r, &c, &carry, "MPI_Allgather", node ? mpic_node_call_allgather : mpic_call_allgather, &a);
 }
 
@@ -52,7 +52,7 @@ int mpic_xla_reduce_scatter(struct mpic_record *r, const void *sendbuf, void *re
   struct mpic_carry carry = mpic_carry_reduce(&c, sendbuf == MPIABI_IN_PLACE ? recvbuf : sendbuf, total, recvbuf,
                                               before, recvcounts[r->rank]);
   struct mpic_reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, datatype, op, r->comm};
-  int node = r->node && mpic_node_takes(r, bytes_of(datatype, total));
+  int node = r->node && mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_REDUCE_SCATTER, bytes_of(datatype, total));
   return mpic_dispatch(r, &c, &carry, "MPI_Reduce_scatter",
                        node ? mpic_node_call_reduce_scatter : mpic_call_reduce_scatter, &a);
 }

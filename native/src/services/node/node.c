@@ -153,9 +153,15 @@ void mpic_node_attach(struct mpic_record *r) {
     windows = n;
     pthread_mutex_unlock(&windows_lock);
     r->node = n;
-    mpic_log(2, "communicator %d: %d ranks on one node: all-reduces, all-gathers, reduce-scatters and all-to-alls "
-                "from %d bytes through a shared window (%d KiB a rank; up to %d bytes, 0: no limit)",
-             r->id, r->size, mpic_settings.node_path_min, MPIC_NODE_SHARE / 1024, mpic_settings.node_path_max);
+    char which[128] = "";
+    for (int i = 0; mpic_node_path_collectives_words[i]; i++)
+      if (mpic_settings.node_path_collectives & (1 << i))
+        snprintf(which + strlen(which), sizeof which - strlen(which), "%s%s", which[0] ? "," : "",
+                 mpic_node_path_collectives_words[i]);
+    mpic_log(2, "communicator %d: %d ranks on one node: %s from %d bytes through a shared window (%d KiB a rank; "
+                "up to %d bytes, 0: no limit)",
+             r->id, r->size, which[0] ? which : "no collective", mpic_settings.node_path_min, MPIC_NODE_SHARE / 1024,
+             mpic_settings.node_path_max);
     return;
   }
   /* Where it cannot be had (a small /dev/shm, a container): the library's own, and one line. */
@@ -204,8 +210,9 @@ void mpic_node_finalize(void) {
   }
 }
 
-int mpic_node_takes(const struct mpic_record *r, size_t bytes) {
-  return r && r->node && bytes >= (size_t)mpic_settings.node_path_min && bytes > 0 &&
+int mpic_node_takes(const struct mpic_record *r, int collective, size_t bytes) {
+  return r && r->node && (mpic_settings.node_path_collectives & collective) &&
+         bytes >= (size_t)mpic_settings.node_path_min && bytes > 0 &&
          (!mpic_settings.node_path_max || bytes <= (size_t)mpic_settings.node_path_max);
 }
 
@@ -301,7 +308,10 @@ int mpic_node_call_reduce_scatter(void *args) {
   if (!n) return mpic_call_reduce_scatter(args);
   int64_t P = n->size, longest = 0, per_part = MPIC_NODE_CHUNK / esize / P;
   int64_t *at = malloc((size_t)P * sizeof *at); /* where each part begins in the input */
-  if (!at) return mpic_call_reduce_scatter(args);
+  if (!at) /* (not the library's call instead: the other ranks are in the window's) */
+    mpic_fatal("rank %d: out of memory in a reduce-scatter through the node path. Fix: give the job more memory, "
+               "or MPI_COLLECTIVES_NODE_PATH=0",
+               mpic_record_world_rank());
   for (int64_t q = 0, sum = 0; q < P; sum += a->counts[q], q++) {
     at[q] = sum;
     if (a->counts[q] > longest) longest = a->counts[q];
@@ -349,7 +359,7 @@ int mpic_node_takes_sendrecv(const struct mpic_record *r, int sendcount, MPIABI_
   int esize = 0;
   if (mpic_next_Type_size(sendtype, &esize) != 0 || esize <= 0 || esize > MPIC_NODE_CHUNK) return 0;
   /* the all-to-all's whole buffer, as the other collectives count theirs */
-  return mpic_node_takes(r, (size_t)esize * (size_t)sendcount * (size_t)r->size);
+  return mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_ALL_TO_ALL, (size_t)esize * (size_t)sendcount * (size_t)r->size);
 }
 
 int mpic_node_sendrecv(struct mpic_record *r, const void *sendbuf, int count, MPIABI_Datatype type, int dest,
