@@ -77,8 +77,8 @@ def _checked(jax, mesh, rank, name, got, want, start):
     terms in different orders (the batch split, the library's or gloo's reduction order, XLA's
     blocking), which moved weights by up to 3.3e-6 in the fully sharded step over gloo (2 ranks, 2-core
     VM), past an elementwise 1e-6; a collective that loses or doubles one rank's part changes the update
-    by about 1/ranks of it (6% at 16 ranks) or more. Every rank then learns whether every rank's check held, so that one wrong rank
-    ends the launch instead of leaving the others in their next collective."""
+    by about 1/ranks of it (6% at 16 ranks) or more. Every rank then learns whether every rank's check
+    held, so that one wrong rank ends the launch instead of leaving the others in their next collective."""
     from jax.sharding import NamedSharding, PartitionSpec as P
 
     from ...integration.jax_compat import process_local_array, shard_map

@@ -6,21 +6,13 @@
 #include "node.h"
 #include "xla_collectives.h"
 
-/* count elements of type, in bytes; asked only where the communicator has a
- * node window, so that no library call is added where there is none. */
-static size_t bytes_of(MPIABI_Datatype type, int64_t count) {
-  int esize = 0;
-  if (mpic_next_Type_size(type, &esize) != 0 || esize <= 0 || count <= 0) return 0;
-  return (size_t)esize * (size_t)count;
-}
-
 int mpic_xla_allreduce(struct mpic_record *r, const void *sendbuf, void *recvbuf, int count, MPIABI_Datatype datatype,
                        MPIABI_Op op) {
   struct mpic_call c = {MPIC_ALL_REDUCE, count, datatype, op};
   struct mpic_carry carry =
       mpic_carry_reduce(&c, sendbuf == MPIABI_IN_PLACE ? recvbuf : sendbuf, count, recvbuf, 0, count);
   struct mpic_allreduce_args a = {sendbuf, recvbuf, count, datatype, op, r->comm};
-  int node = r->node && mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE, bytes_of(datatype, count));
+  int node = mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE, datatype, count);
   return mpic_dispatch(r, &c, &carry, "MPI_Allreduce", node ? mpic_node_call_allreduce : mpic_call_allreduce, &a);
 }
 
@@ -37,7 +29,7 @@ int mpic_xla_allgather(struct mpic_record *r, const void *sendbuf, int sendcount
     const void *mine = sendbuf == MPIABI_IN_PLACE ? (const char *)recvbuf + elem * (size_t)at : sendbuf;
     carry = mpic_carry_place(&c, mine, at, sendcount, recvbuf, (int64_t)sendcount * r->size);
   }
-  int node = r->node && mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_ALL_GATHER, bytes_of(recvtype, (int64_t)recvcount * r->size));
+  int node = mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_ALL_GATHER, recvtype, (int64_t)recvcount * r->size);
   return mpic_dispatch(r, &c, &carry, "MPI_Allgather", node ? mpic_node_call_allgather : mpic_call_allgather, &a);
 }
 
@@ -52,7 +44,7 @@ int mpic_xla_reduce_scatter(struct mpic_record *r, const void *sendbuf, void *re
   struct mpic_carry carry = mpic_carry_reduce(&c, sendbuf == MPIABI_IN_PLACE ? recvbuf : sendbuf, total, recvbuf,
                                               before, recvcounts[r->rank]);
   struct mpic_reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, datatype, op, r->comm};
-  int node = r->node && mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_REDUCE_SCATTER, bytes_of(datatype, total));
+  int node = mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_REDUCE_SCATTER, datatype, total);
   return mpic_dispatch(r, &c, &carry, "MPI_Reduce_scatter",
                        node ? mpic_node_call_reduce_scatter : mpic_call_reduce_scatter, &a);
 }

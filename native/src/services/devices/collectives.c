@@ -40,7 +40,7 @@ static void run_allreduce(struct group *g) {
     struct mpic_call c = {MPIC_ALL_REDUCE, p[0].count, p[0].type, p[0].op};
     struct mpic_carry carry = mpic_carry_reduce(&c, acc, p[0].count, acc, 0, p[0].count);
     struct mpic_allreduce_args a = {MPIABI_IN_PLACE, acc, p[0].count, p[0].type, p[0].op, g->pc};
-    int node = mpic_node_takes(g->record, MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE, bytes);
+    int node = mpic_node_takes(g->record, MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE, p[0].type, p[0].count);
     mpic_dispatch(g->record, &c, &carry, "MPI_Allreduce", node ? mpic_node_call_allreduce : mpic_call_allreduce, &a);
   }
   for (int s = 1; s < g->m; s++)
@@ -59,7 +59,8 @@ static void run_allgather(struct group *g) {
       struct mpic_carry carry = mpic_carry_place(&c, out + (size_t)g->first_of_proc[g->pos] * block, at,
                                                  (int64_t)g->m * p[0].count, out, (int64_t)g->n * p[0].count);
       struct mpic_allgather_args a = {MPIABI_IN_PLACE, 0, p[0].type, out, p[0].count * g->m, p[0].type, g->pc};
-      int node = mpic_node_takes(g->record, MPIC_NODE_PATH_COLLECTIVES_ALL_GATHER, block * (size_t)g->n);
+      int node = mpic_node_takes(g->record, MPIC_NODE_PATH_COLLECTIVES_ALL_GATHER, p[0].type,
+                                 (int64_t)p[0].count * g->n);
       mpic_dispatch(g->record, &c, &carry, "MPI_Allgather", node ? mpic_node_call_allgather : mpic_call_allgather,
                     &a);
     }
@@ -115,7 +116,7 @@ static void run_reduce_scatter(struct group *g) {
   struct mpic_carry carry = mpic_carry_reduce(&c, in, n_elems, out, (int64_t)g->first_of_proc[g->pos] * p[0].count,
                                               counts[g->pos]);
   struct mpic_reduce_scatter_args a = {in, out, counts, p[0].type, p[0].op, g->pc};
-  int node = mpic_node_takes(g->record, MPIC_NODE_PATH_COLLECTIVES_REDUCE_SCATTER, total);
+  int node = mpic_node_takes(g->record, MPIC_NODE_PATH_COLLECTIVES_REDUCE_SCATTER, p[0].type, n_elems);
   mpic_dispatch(g->record, &c, &carry, "MPI_Reduce_scatter",
                 node ? mpic_node_call_reduce_scatter : mpic_call_reduce_scatter, &a);
   free(counts);

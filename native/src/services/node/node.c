@@ -210,9 +210,13 @@ void mpic_node_finalize(void) {
   }
 }
 
-int mpic_node_takes(const struct mpic_record *r, int collective, size_t bytes) {
-  return r && r->node && (mpic_settings.node_path_collectives & collective) &&
-         bytes >= (size_t)mpic_settings.node_path_min && bytes > 0 &&
+int mpic_node_takes(const struct mpic_record *r, int collective, MPIABI_Datatype type, int64_t count) {
+  /* the cheap questions first: most calls stop at them, before the library is asked the type's size */
+  if (!r || !r->node || !(mpic_settings.node_path_collectives & collective) || count <= 0) return 0;
+  int esize = 0;
+  if (mpic_next_Type_size(type, &esize) != 0 || esize <= 0) return 0;
+  size_t bytes = (size_t)esize * (size_t)count;
+  return bytes >= (size_t)mpic_settings.node_path_min &&
          (!mpic_settings.node_path_max || bytes <= (size_t)mpic_settings.node_path_max);
 }
 
@@ -356,10 +360,8 @@ int mpic_node_takes_sendrecv(const struct mpic_record *r, int sendcount, MPIABI_
   if (!r || !r->node || sendcount != recvcount || sendtype != recvtype || sendcount <= 0) return 0;
   if (dest < 0 || dest >= r->size || source < 0 || source >= r->size || dest == r->rank || source == r->rank)
     return 0; /* MPI_PROC_NULL, or itself: the library's own */
-  int esize = 0;
-  if (mpic_next_Type_size(sendtype, &esize) != 0 || esize <= 0 || esize > MPIC_NODE_CHUNK) return 0;
   /* the all-to-all's whole buffer, as the other collectives count theirs */
-  return mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_ALL_TO_ALL, (size_t)esize * (size_t)sendcount * (size_t)r->size);
+  return mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_ALL_TO_ALL, sendtype, (int64_t)sendcount * r->size);
 }
 
 int mpic_node_sendrecv(struct mpic_record *r, const void *sendbuf, int count, MPIABI_Datatype type, int dest,
@@ -367,7 +369,8 @@ int mpic_node_sendrecv(struct mpic_record *r, const void *sendbuf, int count, MP
   struct mpic_node *n = r->node;
   int esize = 0, ret = mpic_next_Type_size(type, &esize);
   if (ret != 0) mpic_call_failed("MPI_Type_size (the node path's)", ret);
-  int64_t total = (int64_t)esize * count, per_chunk = MPIC_NODE_CHUNK / esize * esize;
+  /* bytes relayed as they are: a piece need not end on an element */
+  int64_t total = (int64_t)esize * count, per_chunk = MPIC_NODE_CHUNK;
   char *mine = n->shares[n->rank] + 2 * MPIC_NODE_CHUNK;
   const char *theirs = n->shares[source] + 2 * MPIC_NODE_CHUNK;
   for (int64_t first = 0; first < total; first += per_chunk) {

@@ -35,11 +35,12 @@ void mpic_node_detach(struct mpic_record *r);
  * were created (the same on every rank), so that none is left to the library. */
 void mpic_node_finalize(void);
 
-/* Whether the node path takes a collective of `bytes` on r: `collective` is
- * its MPIC_NODE_PATH_COLLECTIVES_* bit (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES
- * names those it takes), bytes the all-reduce's buffer, the all-gather's
- * result, the reduce-scatter's or all-to-all's input. */
-int mpic_node_takes(const struct mpic_record *r, int collective, size_t bytes);
+/* Whether the node path takes a collective of `count` elements of `type` on
+ * r: `collective` is its MPIC_NODE_PATH_COLLECTIVES_* bit
+ * (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES names those it takes), count the
+ * all-reduce's buffer, the all-gather's result, the reduce-scatter's or
+ * all-to-all's input. */
+int mpic_node_takes(const struct mpic_record *r, int collective, MPIABI_Datatype type, int64_t count);
 /* The collectives through the window, for mpic_dispatch's `call`: args is
  * the struct of dispatch.h for each, on a communicator with a window. Each
  * falls back to the library's own call where the window cannot take it
