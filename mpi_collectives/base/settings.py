@@ -72,6 +72,13 @@ TABLE = {
                              "the largest collective, in bytes, that the node path takes, counted as "
                              "MPI_COLLECTIVES_NODE_PATH_MIN is (above it Open MPI's own all-reduce was faster on a "
                              "2-core VM); 0: no limit", (0, 2 ** 31 - 1)),
+    "node_path_across_nodes": Setting("MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES", 0, True,
+                                      "1: an all-reduce the node path takes, on a communicator whose ranks span "
+                                      "nodes with as many on each, goes through each node's window and the MPI "
+                                      "library across nodes (reduced within each node, each rank's slice then "
+                                      "all-reduced by the library among the ranks holding the same slice, the "
+                                      "result read within the node); 0 (the default): such a communicator keeps "
+                                      "the library's own collectives", SWITCH),
     "devices_timeout": Setting("MPI_COLLECTIVES_DEVICES_TIMEOUT", 60, True,
                                "with several CPU devices per process: seconds the first of a process's devices "
                                "to reach a collective waits for the others before the job stops with a message "

@@ -48,7 +48,8 @@ WIRE_SETTINGS = {"MPI_COLLECTIVES_CHECK_COLLECTIVES": "check_collectives", "MPI_
                  "MPI_COLLECTIVES_NODE_PATH": "node_path",
                  "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": "node_path_collectives",
                  "MPI_COLLECTIVES_NODE_PATH_MIN": "node_path_min",
-                 "MPI_COLLECTIVES_NODE_PATH_MAX": "node_path_max"}
+                 "MPI_COLLECTIVES_NODE_PATH_MAX": "node_path_max",
+                 "MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES": "node_path_across_nodes"}
 # How to make each kind of setting the same on every rank.
 _FIX_ENV = ("set {name} to one value for every rank (export it in the job script before the launcher: "
             "mpiexec -genv, mpirun -x and srun pass the environment on), or unset it everywhere")

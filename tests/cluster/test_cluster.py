@@ -13,7 +13,9 @@ Which family runs what (CI runs every family; each sets the cluster up once):
              lost mid-job (its link cut at the switch), through the family's own launcher
              over ssh; mpich also a frozen host (every process on it stopped: what the
              check sees is the same on every family), the stall settings at their
-             defaults, and rank 0's (the coordinator's) host lost
+             defaults, and rank 0's (the coordinator's) host lost; the node path's
+             all-reduce composed across two hosts of 2 ranks each, and mpich also an
+             uneven 2+1 job keeping the library's
 The standard-ABI configuration adds nothing here (the same mpich wheel).
 
 Node1 holds rank 0 in every job; its host name resolves to 127.0.1.1 on
@@ -695,6 +697,47 @@ def test_a_tuning_file_only_one_host_sees_stops_the_job_with_the_line(slurm):
                      r"on node2 \(the built-in default\)", proc.stderr), text
     assert "Fix: make every node read the same tuning file" in proc.stderr, text
     assert proc.seconds < 60, text
+
+
+# ---- the node path composed across hosts (native/src/services/node/node.c, issue 55 item 4)
+
+COMPOSED = re.compile(r"communicator \d+: 4 ranks, 2 on each node: all-reduce from 0 bytes through each node's "
+                      r"shared window and the MPI library between nodes")
+
+
+def node_path_across(cluster, per_host, across="1"):
+    launch, env = cluster.ssh_launch(WHEEL, os.path.dirname(BIN), ["node1", "node2"][:len(per_host)],
+                                     per_host=per_host)
+    return on_node1(cluster, launch + ["-n", str(sum(per_host)), PY, os.path.join(PROGRAMS, "node_path.py")],
+                    env=dict(shim_env(cluster), **env, MPI_COLLECTIVES_NODE_PATH="1", MPI_COLLECTIVES_NODE_PATH_MIN="0",
+                             MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=across, MPI_COLLECTIVES_VERBOSE="2"))
+
+
+def node_path_digest(proc, n):
+    found = re.findall(r"PASS node path rank (\d+) digest ([0-9a-f]+)", proc.stdout)
+    assert proc.returncode == 0 and sorted(int(r) for r, _ in found) == list(range(n)), explain(proc)
+    assert len({d for _, d in found}) == 1, explain(proc)  # every rank the same bits
+    return found[0][1]
+
+
+def test_all_reduces_composed_across_two_hosts_are_exact(cluster):
+    """2 ranks on each of two hosts: each host's window, the library between them; every result
+    exact against NumPy's (node_path.py), every rank the same bits, every rank's communicator
+    composed (the all-gathers, reduce-scatters and all-to-alls there keep the library's)."""
+    proc = node_path_across(cluster, [2, 2])
+    node_path_digest(proc, 4)
+    assert len(COMPOSED.findall(proc.stderr)) >= 4, explain(proc)
+    assert "Error" not in proc.stderr, explain(proc)
+
+
+@only["mpich"]
+def test_an_uneven_job_keeps_the_library_across_hosts_and_is_exact(cluster):
+    """2 ranks on one host and 1 on the other: a rank's slice would not be the same elements on
+    both hosts, so every rank keeps the library's own, says why, and is exact."""
+    proc = node_path_across(cluster, [2, 1])
+    node_path_digest(proc, 3)
+    assert proc.stderr.count("span nodes with 1 to 2 on each: the MPI library's own collectives") >= 3, explain(proc)
+    assert not COMPOSED.search(proc.stderr), explain(proc)
 
 
 # ---- Orbax checkpoints under srun: scancel --signal=TERM, then the job resumed (examples/checkpoint_orbax.py)

@@ -26,7 +26,15 @@
  * two barriers a chunk, none at the end of a call.
  *
  * The barriers are MPI_Barrier on the window's communicator: a rank waits
- * in MPI, where the stall report, the peer watch and SIGTERM find it. */
+ * in MPI, where the stall report, the peer watch and SIGTERM find it.
+ *
+ * Over several nodes (MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1, every node
+ * holding as many of the communicator's ranks): each node has its own
+ * window, and between steps 3 and 4 each rank all-reduces its slice, now
+ * reduced over its node, with the library's MPI_Allreduce among the ranks at
+ * its place on the other nodes (`across`): the library moves a P-th of the
+ * buffer between nodes from every rank at once, and nothing of the node's
+ * own traffic. The other collectives keep the library's there. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,7 +49,9 @@
 #include "settings.h"
 
 struct mpic_node {
-  MPIABI_Comm shm; /* the same members, in the same order, as the record's communicator */
+  MPIABI_Comm shm;    /* the record's members on this node, in the communicator's order */
+  MPIABI_Comm across; /* across nodes, the ranks whose place on their node is this rank's (MPI_COMM_NULL
+                       * where the communicator is on one node, shm then its very members) */
   MPIABI_Win win;
   int size, rank;
   char **shares; /* size: each rank's MPIC_NODE_SHARE bytes */
@@ -91,6 +101,28 @@ static int library_is_intel(void) {
   return known;
 }
 
+/* A communicator over several nodes whose all-reduces
+ * MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1 composes: every node holds the same
+ * number of its ranks, two or more (so each rank's slice of a chunk is the
+ * same elements on every node); returns the communicator of the ranks at the
+ * same place on their nodes, or MPI_COMM_NULL. The counts are gathered over
+ * the whole communicator, so every member answers alike. shm_size is 0 where
+ * this rank's node could not be told. */
+static MPIABI_Comm across_nodes(const struct mpic_record *r, int shm_size, int shm_rank) {
+  int counts[2] = {shm_size, -shm_size}, seen[2] = {0, 0}; /* the fewest and the most on a node */
+  if (mpic_next_Allreduce(counts, seen, 2, MPIABI_INT, MPIABI_MIN, r->comm) != 0) return MPIABI_COMM_NULL;
+  if (seen[0] < 2 || seen[0] != -seen[1]) {
+    mpic_log(2, "communicator %d: its %d ranks span nodes with %d to %d on each: the MPI library's own collectives "
+                "(the node path composes only where every node holds as many, two or more)",
+             r->id, r->size, seen[0], -seen[1]);
+    return MPIABI_COMM_NULL;
+  }
+  MPIABI_Comm across = MPIABI_COMM_NULL;
+  if (mpic_next_Comm_split(r->comm, shm_rank, r->rank, &across) != 0) return MPIABI_COMM_NULL;
+  mpic_next_Comm_set_errhandler(across, MPIABI_ERRORS_RETURN);
+  return across;
+}
+
 void mpic_node_attach(struct mpic_record *r) {
   if (!r || !mpic_settings.node_path || r->size < 2) return;
   if (mpic_settings.node_path == 2 && library_is_intel()) {
@@ -98,26 +130,36 @@ void mpic_node_attach(struct mpic_record *r) {
              r->id);
     return;
   }
-  MPIABI_Comm shm = MPIABI_COMM_NULL;
+  MPIABI_Comm shm = MPIABI_COMM_NULL, across = MPIABI_COMM_NULL;
   int ret = mpic_next_Comm_split_type(r->comm, MPIABI_COMM_TYPE_SHARED, r->rank, MPIABI_INFO_NULL, &shm);
-  int shm_size = 0;
-  if (ret == 0 && shm != MPIABI_COMM_NULL) mpic_next_Comm_size(shm, &shm_size);
-  if (ret != 0 || shm_size != r->size) {
+  int size = 0, rank = 0;
+  if (ret == 0 && shm != MPIABI_COMM_NULL) {
+    mpic_next_Comm_size(shm, &size);
+    mpic_next_Comm_rank(shm, &rank);
+  }
+  if (size != r->size) {
     /* Ranks on several nodes: each node's part sees fewer ranks than the communicator has, on every
      * node alike, so every member decides the same. */
-    if (shm != MPIABI_COMM_NULL) mpic_next_Comm_free(&shm);
-    mpic_log(2, "communicator %d: its %d ranks span nodes: the MPI library's own collectives", r->id, r->size);
-    return;
+    if (mpic_settings.node_path_across_nodes) across = across_nodes(r, size, rank);
+    if (across == MPIABI_COMM_NULL) {
+      if (shm != MPIABI_COMM_NULL) mpic_next_Comm_free(&shm);
+      mpic_log(2, "communicator %d: its %d ranks span nodes: the MPI library's own collectives%s", r->id, r->size,
+               mpic_settings.node_path_across_nodes ? "" : " (MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1 composes "
+                                                           "its all-reduces with each node's window)");
+      return;
+    }
   }
   mpic_next_Comm_set_errhandler(shm, MPIABI_ERRORS_RETURN);
   char why[512] = "";
-  int room = room_for((size_t)r->size * MPIC_NODE_SHARE, why, sizeof why), everywhere = 0;
-  if (mpic_next_Allreduce(&room, &everywhere, 1, MPIABI_INT, MPIABI_MIN, shm) != 0 || !everywhere) {
+  /* The answers below are agreed over the whole communicator, every node's ranks: all use a window, or none. */
+  int room = room_for((size_t)size * MPIC_NODE_SHARE, why, sizeof why), everywhere = 0;
+  if (mpic_next_Allreduce(&room, &everywhere, 1, MPIABI_INT, MPIABI_MIN, r->comm) != 0 || !everywhere) {
     if (r->rank == 0)
       mpic_log(0, "rank %d: no room for the node path of communicator %d (%s); its collectives use the MPI "
                   "library's own. Fix: a larger /dev/shm (docker run --shm-size), or MPI_COLLECTIVES_NODE_PATH=0 "
                   "to leave it off",
                mpic_record_world_rank(), r->id, room ? "another rank's /dev/shm is short" : why);
+    if (across != MPIABI_COMM_NULL) mpic_next_Comm_free(&across);
     mpic_next_Comm_free(&shm);
     return;
   }
@@ -130,12 +172,12 @@ void mpic_node_attach(struct mpic_record *r) {
   int ok = ret == 0, all = 0;
   if (!ok) words(ret, why, sizeof why);
   /* Every rank learns whether every rank has its share: all use the window, or none. */
-  if (mpic_next_Allreduce(&ok, &all, 1, MPIABI_INT, MPIABI_MIN, shm) != 0) all = 0;
+  if (mpic_next_Allreduce(&ok, &all, 1, MPIABI_INT, MPIABI_MIN, r->comm) != 0) all = 0;
   struct mpic_node *n = NULL;
   if (all) {
     n = calloc(1, sizeof *n);
-    char **shares = calloc((size_t)r->size, sizeof *shares);
-    for (int q = 0; n && shares && q < r->size; q++) {
+    char **shares = calloc((size_t)size, sizeof *shares);
+    for (int q = 0; n && shares && q < size; q++) {
       MPIABI_Aint size = 0;
       int unit = 0;
       if (mpic_next_Win_shared_query(win, q, &size, &unit, &shares[q]) != 0 || size < MPIC_NODE_SHARE) {
@@ -147,7 +189,7 @@ void mpic_node_attach(struct mpic_record *r) {
       mpic_fatal("rank %d: could not map the node path's shared window of communicator %d. Fix: "
                  "MPI_COLLECTIVES_NODE_PATH=0",
                  mpic_record_world_rank(), r->id);
-    *n = (struct mpic_node){shm, win, r->size, r->rank, shares, 0, r->id, r, NULL};
+    *n = (struct mpic_node){shm, across, win, size, rank, shares, 0, r->id, r, NULL};
     pthread_mutex_lock(&windows_lock);
     n->next = windows;
     windows = n;
@@ -158,10 +200,18 @@ void mpic_node_attach(struct mpic_record *r) {
       if (mpic_settings.node_path_collectives & (1 << i))
         snprintf(which + strlen(which), sizeof which - strlen(which), "%s%s", which[0] ? "," : "",
                  mpic_node_path_collectives_words[i]);
-    mpic_log(2, "communicator %d: %d ranks on one node: %s from %d bytes through a shared window (%d KiB a rank; "
-                "up to %d bytes, 0: no limit)",
-             r->id, r->size, which[0] ? which : "no collective", mpic_settings.node_path_min, MPIC_NODE_SHARE / 1024,
-             mpic_settings.node_path_max);
+    if (across == MPIABI_COMM_NULL)
+      mpic_log(2, "communicator %d: %d ranks on one node: %s from %d bytes through a shared window (%d KiB a rank; "
+                  "up to %d bytes, 0: no limit)",
+               r->id, r->size, which[0] ? which : "no collective", mpic_settings.node_path_min,
+               MPIC_NODE_SHARE / 1024, mpic_settings.node_path_max);
+    else
+      mpic_log(2, "communicator %d: %d ranks, %d on each node: %s from %d bytes through each node's shared window "
+                  "and the MPI library between nodes (%d KiB a rank; up to %d bytes, 0: no limit)",
+               r->id, r->size, size,
+               mpic_settings.node_path_collectives & MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE ? "all-reduce"
+                                                                                            : "no collective",
+               mpic_settings.node_path_min, MPIC_NODE_SHARE / 1024, mpic_settings.node_path_max);
     return;
   }
   /* Where it cannot be had (a small /dev/shm, a container): the library's own, and one line. */
@@ -170,11 +220,13 @@ void mpic_node_attach(struct mpic_record *r) {
                 "MPI library's own. Fix: a larger /dev/shm, or MPI_COLLECTIVES_NODE_PATH=0 to leave it off",
              mpic_record_world_rank(), r->id, ok ? "another rank's MPI_Win_allocate_shared failed" : why);
   if (ok) mpic_next_Win_free(&win);
+  if (across != MPIABI_COMM_NULL) mpic_next_Comm_free(&across);
   mpic_next_Comm_free(&shm);
 }
 
 static void release(struct mpic_node *n) {
   mpic_next_Win_free(&n->win);
+  if (n->across != MPIABI_COMM_NULL) mpic_next_Comm_free(&n->across);
   mpic_next_Comm_free(&n->shm);
   free(n->shares);
   free(n);
@@ -213,6 +265,8 @@ void mpic_node_finalize(void) {
 int mpic_node_takes(const struct mpic_record *r, int collective, MPIABI_Datatype type, int64_t count) {
   /* the cheap questions first: most calls stop at them, before the library is asked the type's size */
   if (!r || !r->node || !(mpic_settings.node_path_collectives & collective) || count <= 0) return 0;
+  /* over several nodes, the all-reduce alone is composed */
+  if (r->node->across != MPIABI_COMM_NULL && collective != MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE) return 0;
   int esize = 0;
   if (mpic_next_Type_size(type, &esize) != 0 || esize <= 0) return 0;
   size_t bytes = (size_t)esize * (size_t)count;
@@ -261,6 +315,12 @@ int mpic_node_call_allreduce(void *args) {
     char *mine = n->shares[n->rank] + half + lo * esize;
     for (int k = 1; k < P; k++)
       reduce_local(n->shares[(n->rank + k) % P] + half + lo * esize, mine, hi - lo, a->type, a->op);
+    if (n->across != MPIABI_COMM_NULL && hi > lo) {
+      /* the slice reduced over this node, then over the nodes: the library's all-reduce among the ranks
+       * holding the same slice on theirs (the same elements: every node holds as many ranks) */
+      int ret = mpic_next_Allreduce(MPIABI_IN_PLACE, mine, (int)(hi - lo), a->type, a->op, n->across);
+      if (ret != 0) mpic_call_failed("MPI_Allreduce (the node path's, between nodes)", ret);
+    }
     barrier(n);
     for (int64_t q = 0; q < P; q++) {
       int64_t qlo = count * q / P, qhi = count * (q + 1) / P;
@@ -281,7 +341,7 @@ int mpic_node_call_allgather(void *args) {
   int esize = 0;
   int same = a->send == MPIABI_IN_PLACE || (a->sendtype == a->recvtype && a->sendcount == a->recvcount);
   struct mpic_node *n = same ? window_for(a->comm, a->recvtype, &esize) : NULL;
-  if (!n) return mpic_call_allgather(args);
+  if (!n || n->across != MPIABI_COMM_NULL) return mpic_call_allgather(args);
   int64_t each = a->recvcount, per_chunk = MPIC_NODE_CHUNK / esize;
   char *out = a->recv;
   /* MPI_IN_PLACE: this rank's part already lies at its place in the result */
@@ -309,7 +369,7 @@ int mpic_node_call_reduce_scatter(void *args) {
   struct mpic_reduce_scatter_args *a = args;
   int esize = 0;
   struct mpic_node *n = a->send == MPIABI_IN_PLACE ? NULL : window_for(a->comm, a->type, &esize);
-  if (!n) return mpic_call_reduce_scatter(args);
+  if (!n || n->across != MPIABI_COMM_NULL) return mpic_call_reduce_scatter(args);
   int64_t P = n->size, longest = 0, per_part = MPIC_NODE_CHUNK / esize / P;
   int64_t *at = malloc((size_t)P * sizeof *at); /* where each part begins in the input */
   if (!at) /* (not the library's call instead: the other ranks are in the window's) */

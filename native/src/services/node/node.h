@@ -27,7 +27,10 @@
 #define MPIC_NODE_SHARE (3 * MPIC_NODE_CHUNK)
 
 /* A new communicator's window, when MPI_COLLECTIVES_NODE_PATH=1, it has two
- * ranks or more and they all share one node; collective over r's members. */
+ * ranks or more and they all share one node (or, with
+ * MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1, each node holds as many of them,
+ * two or more: a window per node, for its all-reduces); collective over r's
+ * members. */
 void mpic_node_attach(struct mpic_record *r);
 /* Before r's communicator is freed: its window freed (collective). */
 void mpic_node_detach(struct mpic_record *r);
