@@ -30,11 +30,12 @@
  *
  * Over several nodes (MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1, every node
  * holding as many of the communicator's ranks): each node has its own
- * window, and between steps 3 and 4 each rank all-reduces its slice, now
- * reduced over its node, with the library's MPI_Allreduce among the ranks at
- * its place on the other nodes (`across`): the library moves a P-th of the
- * buffer between nodes from every rank at once, and nothing of the node's
- * own traffic. The other collectives keep the library's there. */
+ * window, and an all-reduce is composed (composed_allreduce): a
+ * reduce-scatter within the node, the library's MPI_Allreduce of each rank's
+ * part among the ranks at its place on the other nodes (`across`), an
+ * all-gather within the node. The library moves a P-th of the buffer
+ * between nodes from every rank at once, and nothing of the node's own
+ * traffic. The other collectives keep the library's there. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -298,11 +299,110 @@ static struct mpic_node *window_for(MPIABI_Comm comm, MPIABI_Datatype type, int 
   return n;
 }
 
+/* Where each of P parts of a buffer begins (at) and how long it is (counts),
+ * in elements: calloc'd, freed by the caller. Not the library's call on
+ * failure: the other ranks are already in the window's. */
+static int64_t *parts_table(int64_t P, const char *what) {
+  int64_t *t = calloc((size_t)(2 * P), sizeof *t);
+  if (!t)
+    mpic_fatal("rank %d: out of memory in %s through the node path. Fix: give the job more memory, or "
+               "MPI_COLLECTIVES_NODE_PATH=0",
+               mpic_record_world_rank(), what);
+  return t;
+}
+
+static int64_t piece(int64_t count, int64_t first, int64_t most) {
+  return count - first < most ? count - first : most;
+}
+
+/* An all-gather of parts (rank q's counts[q] elements go to at[q] in every
+ * rank's result), chunk by chunk: each rank copies its next piece (at most
+ * MPIC_NODE_CHUNK bytes) into its share, barrier, and every rank copies every
+ * rank's piece into its place in the result. One barrier a chunk: a half is
+ * written again two chunks later, after the barrier that follows every
+ * rank's copy-out of it. Memory traffic per rank: its part once in, the
+ * result once out, the floor of an all-gather. `in_place`: this rank's part
+ * already lies at its place in `out` (then `in` is that place). */
+static void gather_parts(struct mpic_node *n, const char *in, char *out, const int64_t *at, const int64_t *counts,
+                         int esize, int in_place) {
+  int64_t per_chunk = MPIC_NODE_CHUNK / esize, longest = 0;
+  for (int q = 0; q < n->size; q++)
+    if (counts[q] > longest) longest = counts[q];
+  for (int64_t first = 0; first < longest; first += per_chunk) {
+    size_t half = next_half(n);
+    int64_t mine = piece(counts[n->rank], first, per_chunk);
+    if (mine > 0) memcpy(n->shares[n->rank] + half, in + first * esize, (size_t)(mine * esize));
+    barrier(n);
+    for (int q = 0; q < n->size; q++) {
+      int64_t count = piece(counts[q], first, per_chunk);
+      if (count > 0 && (q != n->rank || !in_place))
+        memcpy(out + (at[q] + first) * esize, n->shares[q] + half, (size_t)(count * esize));
+    }
+  }
+}
+
+/* A reduce-scatter of parts (every rank's input the concatenation of P
+ * parts, part q counts[q] elements at at[q]; rank q's result, `out`, part q
+ * reduced over the ranks), chunk by chunk along the parts: each rank copies
+ * the next `per_part` elements of every part into its share, side by side,
+ * barrier, and each rank reduces its own part's piece from every share
+ * straight into its result, in one order (its own share first, then the
+ * others from the next rank on). One barrier a chunk, as the all-gather.
+ * `out` may be this rank's own part of `in`: each piece is read into the
+ * share before its place is written. */
+static void reduce_parts(struct mpic_node *n, const char *in, char *out, const int64_t *at, const int64_t *counts,
+                         MPIABI_Datatype type, MPIABI_Op op, int esize) {
+  int64_t P = n->size, longest = 0, per_part = MPIC_NODE_CHUNK / esize / P, mine = counts[n->rank];
+  for (int q = 0; q < P; q++)
+    if (counts[q] > longest) longest = counts[q];
+  for (int64_t first = 0; first < longest; first += per_part) {
+    size_t half = next_half(n);
+    char *share = n->shares[n->rank] + half;
+    for (int64_t q = 0; q < P; q++) {
+      int64_t count = piece(counts[q], first, per_part);
+      if (count > 0) memcpy(share + q * per_part * esize, in + (at[q] + first) * esize, (size_t)(count * esize));
+    }
+    barrier(n);
+    int64_t count = piece(mine, first, per_part);
+    if (count <= 0) continue;
+    size_t from = (size_t)(n->rank * per_part * esize);
+    memcpy(out + first * esize, share + from, (size_t)(count * esize));
+    for (int k = 1; k < P; k++)
+      reduce_local(n->shares[(n->rank + k) % P] + half + from, out + first * esize, count, type, op);
+  }
+}
+
+/* An all-reduce over several nodes: the buffer in P parts (P ranks on each
+ * node); a reduce-scatter within the node puts part q, reduced over the
+ * node, in local rank q's result; the library all-reduces it among the
+ * ranks holding part q on the other nodes (one call: the library pipelines
+ * its own large messages, and the network carries a P-th of the buffer from
+ * every rank at once); an all-gather within the node gives every rank every
+ * part. Every node reduces each element in the same order, and every rank
+ * of a node reads the same copy, so every rank gets the same bits. */
+static int composed_allreduce(struct mpic_node *n, struct mpic_allreduce_args *a, int esize) {
+  int64_t *at = parts_table(n->size, "an all-reduce"), *counts = at + n->size;
+  for (int64_t q = 0; q < n->size; q++) {
+    at[q] = (int64_t)a->count * q / n->size;
+    counts[q] = (int64_t)a->count * (q + 1) / n->size - at[q];
+  }
+  char *out = a->recv, *mine = out + at[n->rank] * esize;
+  reduce_parts(n, a->send == MPIABI_IN_PLACE ? out : a->send, mine, at, counts, a->type, a->op, esize);
+  if (counts[n->rank] > 0) {
+    int ret = mpic_next_Allreduce(MPIABI_IN_PLACE, mine, (int)counts[n->rank], a->type, a->op, n->across);
+    if (ret != 0) mpic_call_failed("MPI_Allreduce (the node path's, between nodes)", ret);
+  }
+  gather_parts(n, mine, out, at, counts, esize, 1);
+  free(at);
+  return 0;
+}
+
 int mpic_node_call_allreduce(void *args) {
   struct mpic_allreduce_args *a = args;
   int esize = 0;
   struct mpic_node *n = window_for(a->comm, a->type, &esize);
   if (!n) return mpic_call_allreduce(args);
+  if (n->across != MPIABI_COMM_NULL) return composed_allreduce(n, a, esize);
   const char *in = a->send == MPIABI_IN_PLACE ? a->recv : a->send;
   char *out = a->recv;
   int64_t per_chunk = MPIC_NODE_CHUNK / esize, P = n->size;
@@ -315,12 +415,6 @@ int mpic_node_call_allreduce(void *args) {
     char *mine = n->shares[n->rank] + half + lo * esize;
     for (int k = 1; k < P; k++)
       reduce_local(n->shares[(n->rank + k) % P] + half + lo * esize, mine, hi - lo, a->type, a->op);
-    if (n->across != MPIABI_COMM_NULL && hi > lo) {
-      /* the slice reduced over this node, then over the nodes: the library's all-reduce among the ranks
-       * holding the same slice on theirs (the same elements: every node holds as many ranks) */
-      int ret = mpic_next_Allreduce(MPIABI_IN_PLACE, mine, (int)(hi - lo), a->type, a->op, n->across);
-      if (ret != 0) mpic_call_failed("MPI_Allreduce (the node path's, between nodes)", ret);
-    }
     barrier(n);
     for (int64_t q = 0; q < P; q++) {
       int64_t qlo = count * q / P, qhi = count * (q + 1) / P;
@@ -330,74 +424,35 @@ int mpic_node_call_allreduce(void *args) {
   return 0;
 }
 
-/* An all-gather, chunk by chunk: each rank copies its next piece (at most
- * MPIC_NODE_CHUNK bytes) into its share, barrier, and every rank copies
- * every rank's piece into its place in the result. One barrier a chunk: a
- * half is written again two chunks later, after the barrier that follows
- * every rank's copy-out of it. Memory traffic per rank: its part once in,
- * the result once out, the floor of an all-gather. */
 int mpic_node_call_allgather(void *args) {
   struct mpic_allgather_args *a = args;
   int esize = 0;
   int same = a->send == MPIABI_IN_PLACE || (a->sendtype == a->recvtype && a->sendcount == a->recvcount);
   struct mpic_node *n = same ? window_for(a->comm, a->recvtype, &esize) : NULL;
   if (!n || n->across != MPIABI_COMM_NULL) return mpic_call_allgather(args);
-  int64_t each = a->recvcount, per_chunk = MPIC_NODE_CHUNK / esize;
-  char *out = a->recv;
-  /* MPI_IN_PLACE: this rank's part already lies at its place in the result */
-  const char *in = a->send == MPIABI_IN_PLACE ? out + (size_t)(each * n->rank * esize) : a->send;
-  for (int64_t first = 0; first < each; first += per_chunk) {
-    int64_t count = each - first < per_chunk ? each - first : per_chunk;
-    size_t half = next_half(n), bytes = (size_t)(count * esize);
-    memcpy(n->shares[n->rank] + half, in + first * esize, bytes);
-    barrier(n);
-    for (int64_t q = 0; q < n->size; q++)
-      if (q != n->rank || a->send != MPIABI_IN_PLACE)
-        memcpy(out + (q * each + first) * esize, n->shares[q] + half, bytes);
+  int64_t *at = parts_table(n->size, "an all-gather"), *counts = at + n->size;
+  for (int q = 0; q < n->size; q++) {
+    at[q] = (int64_t)q * a->recvcount;
+    counts[q] = a->recvcount;
   }
+  int in_place = a->send == MPIABI_IN_PLACE;
+  char *out = a->recv;
+  gather_parts(n, in_place ? out + at[n->rank] * esize : a->send, out, at, counts, esize, in_place);
+  free(at);
   return 0;
 }
 
-/* A reduce-scatter (XLA's: every rank's input the concatenation of the
- * ranks' parts, counts[q] elements each; rank q's result the reduction of
- * part q over the ranks), chunk by chunk along the parts: each rank copies
- * the next `per_part` elements of every part into its share, side by side,
- * barrier, and each rank reduces its own part's piece from every share
- * straight into its result, in one order (its own share first, then the
- * others from the next rank on). One barrier a chunk, as the all-gather. */
 int mpic_node_call_reduce_scatter(void *args) {
   struct mpic_reduce_scatter_args *a = args;
   int esize = 0;
   struct mpic_node *n = a->send == MPIABI_IN_PLACE ? NULL : window_for(a->comm, a->type, &esize);
   if (!n || n->across != MPIABI_COMM_NULL) return mpic_call_reduce_scatter(args);
-  int64_t P = n->size, longest = 0, per_part = MPIC_NODE_CHUNK / esize / P;
-  int64_t *at = malloc((size_t)P * sizeof *at); /* where each part begins in the input */
-  if (!at) /* (not the library's call instead: the other ranks are in the window's) */
-    mpic_fatal("rank %d: out of memory in a reduce-scatter through the node path. Fix: give the job more memory, "
-               "or MPI_COLLECTIVES_NODE_PATH=0",
-               mpic_record_world_rank());
-  for (int64_t q = 0, sum = 0; q < P; sum += a->counts[q], q++) {
+  int64_t *at = parts_table(n->size, "a reduce-scatter"), *counts = at + n->size;
+  for (int64_t q = 0, sum = 0; q < n->size; sum += a->counts[q], q++) {
     at[q] = sum;
-    if (a->counts[q] > longest) longest = a->counts[q];
+    counts[q] = a->counts[q];
   }
-  const char *in = a->send;
-  char *out = a->recv;
-  int64_t mine = a->counts[n->rank];
-  for (int64_t first = 0; first < longest; first += per_part) {
-    size_t half = next_half(n);
-    char *share = n->shares[n->rank] + half;
-    for (int64_t q = 0; q < P; q++) {
-      int64_t count = a->counts[q] - first < per_part ? a->counts[q] - first : per_part;
-      if (count > 0) memcpy(share + q * per_part * esize, in + (at[q] + first) * esize, (size_t)(count * esize));
-    }
-    barrier(n);
-    int64_t count = mine - first < per_part ? mine - first : per_part;
-    if (count <= 0) continue;
-    size_t from = (size_t)(n->rank * per_part * esize);
-    memcpy(out + first * esize, share + from, (size_t)(count * esize));
-    for (int k = 1; k < P; k++)
-      reduce_local(n->shares[(n->rank + k) % P] + half + from, out + first * esize, count, a->type, a->op);
-  }
+  reduce_parts(n, a->send, a->recv, at, counts, a->type, a->op, esize);
   free(at);
   return 0;
 }
