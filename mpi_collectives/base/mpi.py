@@ -189,15 +189,15 @@ def set_local_devices(n: int) -> None:
         raise ValueError(n)
 
 
-def set_node_path(mode: int, collectives: str, min_bytes: int, max_bytes: int) -> None:
+def set_node_path(mode: int, collectives: str, min_bytes: int, max_bytes: int, across_nodes: int) -> None:
     """Give the native layer the node path's settings (MPI_COLLECTIVES_NODE_PATH, _COLLECTIVES as
-    the setting writes it, _MIN, _MAX), before XLA creates its first communicator: what
-    `mpi-collectives tune` measured (library_settings.py)."""
+    the setting writes it, _MIN, _MAX, _ACROSS_NODES), before XLA creates its first communicator:
+    what `mpi-collectives tune` measured (library_settings.py)."""
     from .settings import TABLE
     words = TABLE["node_path_collectives"].allowed.words
     bits = sum(1 << words.index(w) for w in collectives.split(",") if w)
-    if _native()[1].mpic_set_node_path(mode, bits, min_bytes, max_bytes) != 0:
-        raise ValueError((mode, collectives, min_bytes, max_bytes))
+    if _native()[1].mpic_set_node_path(mode, bits, min_bytes, max_bytes, across_nodes) != 0:
+        raise ValueError((mode, collectives, min_bytes, max_bytes, across_nodes))
 
 
 def bind_callers(cpus) -> None:

@@ -35,9 +35,10 @@ MPI_COLLECTIVES_BIND_CPUS (binding_for_this_process()); binding acts on each
 rank alone, so it needs none of the care above.
 
 And the node path's choice tune measured (node_path: {"mode": 0 or 1,
-"collectives", "min", "max"}: MPI_COLLECTIVES_NODE_PATH, _COLLECTIVES, _MIN and
-_MAX), which initialize() gives the native layer where you set none of them
-(node_path_for_this_process()).
+"collectives", "min", "max"}, and "across_nodes": 0 or 1 in an entry measured
+over several nodes: MPI_COLLECTIVES_NODE_PATH, _COLLECTIVES, _MIN, _MAX and
+_ACROSS_NODES), which initialize() gives the native layer where you set none of
+them (node_path_for_this_process()).
 Every rank of a job that uses an entry uses the same one (the rule above), so
 the ranks of a node agree on which collectives go through the path.
 """
@@ -56,7 +57,8 @@ BINDINGS = (0, 1, 2)
 BUILT_IN_BINDING = 1
 # The node path's settings (base/settings.py), which an entry's "node_path" stands for.
 NODE_PATH_VARIABLES = ("MPI_COLLECTIVES_NODE_PATH", "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES",
-                       "MPI_COLLECTIVES_NODE_PATH_MIN", "MPI_COLLECTIVES_NODE_PATH_MAX")
+                       "MPI_COLLECTIVES_NODE_PATH_MIN", "MPI_COLLECTIVES_NODE_PATH_MAX",
+                       "MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES")
 NODE_PATH_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 
 Variable = collections.namedtuple("Variable", "name values ops implies by_size", defaults=(False,))
@@ -296,12 +298,15 @@ def _check_entry(path: str, entry) -> None:
     if type(bind) is not int or bind not in BINDINGS:
         raise Refused(f"{path} sets bind_cpus={bind!r}, which is not one of {', '.join(map(str, BINDINGS))}")
     node = entry.get("node_path", {"mode": 0, "collectives": "", "min": 0, "max": 0})
-    if (not isinstance(node, dict) or set(node) != {"mode", "collectives", "min", "max"} or node["mode"] not in (0, 1)
+    keys = {"mode", "collectives", "min", "max"}
+    if (not isinstance(node, dict) or set(node) - {"across_nodes"} != keys or node["mode"] not in (0, 1)
             or not isinstance(node["collectives"], str)
             or any(w not in NODE_PATH_COLLECTIVES for w in node["collectives"].split(",") if node["collectives"])
-            or any(type(node[k]) is not int or not 0 <= node[k] < 2 ** 31 for k in ("mode", "min", "max"))):
+            or any(type(node[k]) is not int or not 0 <= node[k] < 2 ** 31 for k in ("mode", "min", "max"))
+            or node.get("across_nodes", 0) not in (0, 1) or type(node.get("across_nodes", 0)) is not int):
         raise Refused(f"{path} sets node_path={node!r}, which is not {{\"mode\": 0 or 1, \"collectives\": "
-                      f"\"{','.join(NODE_PATH_COLLECTIVES)}\" or some of them, \"min\": bytes, \"max\": bytes}}")
+                      f"\"{','.join(NODE_PATH_COLLECTIVES)}\" or some of them, \"min\": bytes, \"max\": bytes}}, "
+                      f"with \"across_nodes\": 0 or 1 or without")
     impl = entry.get("implementation")
     allowed = known(impl)
     for name, value in entry["settings"].items():
@@ -424,32 +429,35 @@ def users_node_path(settings, environ=os.environ) -> bool:
     """Whether you chose any of the node path's settings (in the environment, or as initialize()'s
     keywords): asked before initialize() exports every native setting to the environment."""
     from ..base.settings import TABLE
-    names = ("node_path", "node_path_collectives", "node_path_min", "node_path_max")
+    names = ("node_path", "node_path_collectives", "node_path_min", "node_path_max", "node_path_across_nodes")
     return (any(TABLE[name].var in environ for name in names)
             or any(getattr(settings, name) != TABLE[name].default for name in names))
 
 
 def node_path_for_this_process(settings, users_own: bool, environ=os.environ) -> tuple:
-    """((mode, min, max) for the native layer, or None to keep the settings as they are; the line for
-    Info.tunings, "" where there is nothing to say): what `mpi-collectives tune` measured for this
-    MPI installation and this job's shape (the tuning file's entry, as for the library's settings),
-    unless you chose any of MPI_COLLECTIVES_NODE_PATH, _COLLECTIVES, _MIN or _MAX (users_own:
-    users_node_path()'s answer): then yours, all four. (mode, collectives, min, max) as the settings
-    write them."""
+    """((mode, collectives, min, max, across_nodes) for the native layer, as the settings write
+    them, or None to keep the settings as they are; the line for Info.tunings, "" where there is
+    nothing to say): what `mpi-collectives tune` measured for this MPI installation and this job's
+    shape (the tuning file's entry, as for the library's settings), unless you chose any of
+    MPI_COLLECTIVES_NODE_PATH, _COLLECTIVES, _MIN, _MAX or _ACROSS_NODES (users_own:
+    users_node_path()'s answer): then yours, all five."""
     if users_own:
         return None, ""
     entry, _ = tuned_entry(mpi.library_version(), mpi.library(), environ, path=settings.tuning_file)
     if entry is None or "node_path" not in entry:
         return None, ""
     node, when = entry["node_path"], entry.get("date", "?")
-    chosen = (node["mode"], node["collectives"], node["min"], node["max"])
+    across = node.get("across_nodes", 0)
+    chosen = (node["mode"], node["collectives"], node["min"], node["max"], across)
     if not node["mode"]:
         return chosen, (f"node-path: off (MPI_COLLECTIVES_NODE_PATH=0: the library's own collectives measured "
                         f"faster by mpi-collectives tune on {when})")
     upto = f" to {node['max']}" if node["max"] else ""
-    return chosen, (f"node-path: {node['collectives']} from {node['min']}{upto} bytes (MPI_COLLECTIVES_NODE_PATH_"
-                    f"COLLECTIVES={node['collectives']}, _MIN={node['min']}, _MAX={node['max']}: measured by "
-                    f"mpi-collectives tune on {when})")
+    composed = ", all-reduces across nodes composed with each node's window" if across else ""
+    return chosen, (f"node-path: {node['collectives']} from {node['min']}{upto} bytes{composed} "
+                    f"(MPI_COLLECTIVES_NODE_PATH_COLLECTIVES={node['collectives']}, _MIN={node['min']}, "
+                    f"_MAX={node['max']}{', _ACROSS_NODES=1' if across else ''}: measured by mpi-collectives tune "
+                    f"on {when})")
 
 
 def set_for_this_process(settings, apply=True) -> str:

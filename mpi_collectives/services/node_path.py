@@ -37,7 +37,15 @@ def describe(placements: list, chosen, free=None) -> str:
     if chosen.node_path == 2:
         line += "; not under Intel MPI (its own is near the memory floor: MPI_COLLECTIVES_NODE_PATH=1 takes it)"
     if len(per_node) > 1:
-        line += "; communicators that span nodes keep the library's"
+        if not chosen.node_path_across_nodes:
+            line += ("; communicators that span nodes keep the library's "
+                     "(MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1 composes their all-reduces)")
+        elif len(set(per_node.values())) == 1:
+            line += ("; all-reduces of communicators that span nodes: each node's window, the library between "
+                     "nodes (MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1)")
+        else:
+            line += ("; communicators that span nodes keep the library's: the nodes hold different numbers of "
+                     "ranks, so MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1 cannot compose them")
     if free is not None and free < 2 * need:
         line += (f"; but /dev/shm has {free // 1024} KiB free here, less than twice that: each communicator "
                  "will use the library's own (a larger /dev/shm, or MPI_COLLECTIVES_NODE_PATH=0)")

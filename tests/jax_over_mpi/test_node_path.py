@@ -77,6 +77,20 @@ def test_a_rank_stalled_before_a_node_path_all_reduce_is_named():
     assert "in away_from_the_collective" in proc.stderr, explain(proc)
 
 
+def test_a_rank_killed_while_the_others_wait_in_the_node_path_is_named(monkeypatch):
+    """failures.py's psums are 256 KiB, through the window with the path on: rank 1 killed
+    while ranks 0 and 2 wait in the path's barrier ends the job soon, rank 1 named, nothing
+    left behind (test_failures.py's bounds)."""
+    import test_failures as failures
+    for name, value in {**ON, "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": "all-reduce"}.items():
+        monkeypatch.setenv(name, value)
+    rc, out, err, seconds, alive = failures.launch_failing_job("kill")
+    text = failures.check_ended(rc, out, err, seconds, alive)
+    assert "all-reduce from 262144 bytes through a shared window" in err, text
+    assert failures.named_dead_rank(1, out, err), text
+    assert not [r for r in (0, 2) if failures.named_dead_rank(r, out, err)], text
+
+
 def test_a_rank_stalled_before_a_node_path_all_to_all_is_named():
     """The same before a 4 MiB all-to-all, whose exchange rank 0 waits in: in the node path's message
     that the peer's piece is in its slot (XLA sends the all-to-all's parts as bytes)."""

@@ -163,8 +163,15 @@ def test_the_node_paths_line_says_what_it_will_do():
         "on: all-reduce of at least 262144 bytes among ranks of one node through a shared window of MPI's "
         "(3072 KiB of shared memory for 2 ranks, per communicator)")
     short = describe(two + [Placement("b", frozenset({0}), {})], on, free=3 << 20)
-    assert short.endswith("communicators that span nodes keep the library's; but /dev/shm has 3072 KiB free here, "
+    assert short.endswith("communicators that span nodes keep the library's (MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1 "
+                          "composes their all-reduces); but /dev/shm has 3072 KiB free here, "
                           "less than twice that: each communicator will use the library's own (a larger /dev/shm, "
                           "or MPI_COLLECTIVES_NODE_PATH=0)"), short
+    across = read(node_path=1, node_path_min=262144, node_path_max=0, node_path_across_nodes=1)
+    even = two + [Placement("b", frozenset({0}), {}), Placement("b", frozenset({1}), {})]
+    assert describe(even, across, free=1 << 30).endswith(
+        "; all-reduces of communicators that span nodes: each node's window, the library between nodes "
+        "(MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1)")
+    assert "the nodes hold different numbers of ranks" in describe(two + [even[2]], across, free=1 << 30)
     assert describe([Placement("a", frozenset({0}), {}), Placement("b", frozenset({0}), {})], on).startswith("not used")
     assert describe(two, read(node_path=0)).startswith("off (MPI_COLLECTIVES_NODE_PATH=0)")

@@ -143,7 +143,9 @@ def test_the_binding_tune_measured_is_taken_unless_you_chose_one(tmp_path, monke
 @pytest.mark.parametrize("node", [{"mode": 2, "collectives": "all-reduce", "min": 0, "max": 0},
                                   {"mode": 1, "collectives": "all-reduce", "min": -1, "max": 0},
                                   {"mode": 1, "collectives": "broadcast", "min": 0, "max": 0},
-                                  {"mode": 1, "min": 262144, "max": 0}, "on"])
+                                  {"mode": 1, "min": 262144, "max": 0}, "on",
+                                  {"mode": 1, "collectives": "all-reduce", "min": 0, "max": 0, "across_nodes": 2},
+                                  {"mode": 1, "collectives": "all-reduce", "min": 0, "max": 0, "across": 1}])
 def test_a_file_with_node_path_limits_initialize_does_not_know_is_refused_whole(node, tmp_path):
     path = write(tmp_path, entry(node_path=node))
     chosen, line = decide(path=path)
@@ -165,17 +167,26 @@ def test_the_node_path_tune_measured_is_taken_unless_you_chose_any_of_its_settin
     chosen = settings.read(tuning_file=path)
     assert not s.users_node_path(chosen, one_node)
     assert s.node_path_for_this_process(chosen, False, one_node) == (
-        (1, "all-reduce,all-gather", 1048576, 16777216),
+        (1, "all-reduce,all-gather", 1048576, 16777216, 0),
         "node-path: all-reduce,all-gather from 1048576 to 16777216 bytes (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES="
         "all-reduce,all-gather, _MIN=1048576, _MAX=16777216: measured by mpi-collectives tune on 2026-11-27)")
     # Yours, in the environment or as a keyword: all four stay yours.
     assert s.users_node_path(chosen, dict(one_node, MPI_COLLECTIVES_NODE_PATH_MAX="0"))
     assert s.users_node_path(settings.read(tuning_file=path, node_path_min=4096), one_node)
+    assert s.users_node_path(chosen, dict(one_node, MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES="0"))
     assert s.node_path_for_this_process(chosen, True, one_node) == (None, "")
     # Measured slower everywhere: off, and said so.
     path = write(tmp_path, entry(node_path={"mode": 0, "collectives": "", "min": 0, "max": 0}, date="2026-11-27"))
     got = s.node_path_for_this_process(settings.read(tuning_file=path), False, one_node)
-    assert got[0] == (0, "", 0, 0) and got[1].startswith("node-path: off (MPI_COLLECTIVES_NODE_PATH=0"), got
+    assert got[0] == (0, "", 0, 0, 0) and got[1].startswith("node-path: off (MPI_COLLECTIVES_NODE_PATH=0"), got
+    # Measured over several nodes: the all-reduce composed across them.
+    path = write(tmp_path, entry(node_path={"mode": 1, "collectives": "all-reduce", "min": 262144, "max": 0,
+                                            "across_nodes": 1}, date="2026-11-28"))
+    assert s.node_path_for_this_process(settings.read(tuning_file=path), False, one_node) == (
+        (1, "all-reduce", 262144, 0, 1),
+        "node-path: all-reduce from 262144 bytes, all-reduces across nodes composed with each node's window "
+        "(MPI_COLLECTIVES_NODE_PATH_COLLECTIVES=all-reduce, _MIN=262144, _MAX=0, _ACROSS_NODES=1: measured by "
+        "mpi-collectives tune on 2026-11-28)")
     # Another shape, or an entry without it: the settings as they are.
     assert s.node_path_for_this_process(chosen, False, dict(one_node, PMI_SIZE="3", MPI_LOCALNRANKS="3")) == \
         (None, "")

@@ -330,6 +330,39 @@ def test_the_node_path_takes_the_collectives_and_sizes_where_it_was_faster(ratio
         assert both["collectives"] == "all-reduce,all-gather", both
 
 
+@pytest.mark.parametrize("composed, chosen", [
+    (0.5, {"mode": 1, "collectives": "all-reduce", "min": 1 << 16, "max": 0, "across_nodes": 1}),
+    (1.2, None)])
+def test_the_composed_all_reduce_is_measured_where_the_ranks_span_nodes(monkeypatch, composed, chosen):
+    """node_path() over 2 nodes of 8 ranks: JAX's all-reduce alone, composed across nodes against
+    the library's, in interleaved rounds; taken with across_nodes where faster, and where it is
+    not, no node_path in the entry (the built-in choice) but the ratios reported."""
+    import types
+
+    from mpi_collectives.services import library_settings
+    from mpi_collectives.tools.bench import tune
+    calls = []
+
+    def measure(_args, path, sizes, ops, settings):
+        calls.append((path, list(ops), settings))
+        faster = composed if settings["MPI_COLLECTIVES_NODE_PATH"] == "1" else 1.0
+        return {op: {b: faster * b for b in sizes} for op in ops}
+    monkeypatch.setattr(tune, "measure", measure)
+    for name in library_settings.NODE_PATH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    args = types.SimpleNamespace(rounds=2, node_path="auto", node_path_max_bytes=1 << 24)
+    said = []
+    node, measured = tune.node_path(args, "mpich", {}, 8, 2, said.append)
+    assert node == chosen and sorted(measured) == tune.NODE_SIZES[:5], said
+    assert [c[2]["MPI_COLLECTIVES_NODE_PATH"] for c in calls] == ["1", "0", "1", "0"], calls
+    assert all(ops == ["all-reduce"] for _, ops, _ in calls), calls
+    assert calls[0][2]["MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES"] == "1", calls
+    assert "MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES" not in calls[1][2], calls
+    report = tune.node_path_report(measured, node)
+    assert f"{composed:.2f}x" in report, report
+    assert ("composed across nodes from 65536 bytes" if chosen else "not composed across nodes") in report, report
+
+
 def test_the_node_path_is_measured_where_the_ranks_share_a_node(monkeypatch):
     """node_path(): JAX's collectives the path takes, with it on at every size and off, in interleaved
     rounds with the kept library settings; not measured across nodes, with one rank a node, with
@@ -358,10 +391,9 @@ def test_the_node_path_is_measured_where_the_ranks_share_a_node(monkeypatch):
     assert calls[0][2]["MPI_COLLECTIVES_NODE_PATH_COLLECTIVES"] == ",".join(library_settings.NODE_PATH_COLLECTIVES)
     assert calls[0][2]["MPI_COLLECTIVES_NODE_PATH_MIN"] == "0" and calls[0][2]["MPI_COLLECTIVES_NODE_PATH_MAX"] == "0"
     assert "1.00x" not in tune.node_path_report(measured, node) and "0.50x" in tune.node_path_report(measured, node)
-    for per_node, nodes, words in [(8, 2, "span nodes"), (1, 4, "do not share one")]:
-        said.clear()
-        assert tune.node_path(args, "mpich", {}, per_node, nodes, said.append) == (None, {})
-        assert words in said[0], said
+    said.clear()
+    assert tune.node_path(args, "mpich", {}, 1, 4, said.append) == (None, {})
+    assert "do not share one" in said[0], said
     assert tune.node_path(types.SimpleNamespace(node_path="no"), "mpich", {}, 8, 1, said.append) == (None, {})
     monkeypatch.setenv("MPI_COLLECTIVES_NODE_PATH_MIN", "1048576")
     said.clear()

@@ -34,7 +34,9 @@ settings: a binding is kept only where no weight layout is slower than unbound b
 collectives that the node's own data path takes are measured with it and with it off (the
 library's own), 64 KiB to 64 MiB in interleaved rounds; the collectives and sizes where the path
 was faster become the entry's node path choice (choose_node_path), or the path is turned off where
-it never was (--node-path no skips this). The entry is written for this
+it never was. Where they span nodes with two or more on each, JAX's all-reduce composed with each
+node's window (MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1) is measured against the library's the
+same way, and taken where faster (node_path_across; --node-path no skips both). The entry is written for this
 MPI installation, ranks per node and node size; a rerun replaces it. A job
 uses it only where every rank can tell that every node holds that many ranks
 (library_settings.job_layout): on one node, or under srun.
@@ -88,7 +90,8 @@ def parse(argv, prog, parser_class):
                              "initialize() would bind and each rank's slice has at least 2 CPUs (default: auto)")
     parser.add_argument("--node-path", choices=("auto", "no"), default="auto",
                         help="also measure the node's own data path against the library's collectives, where the "
-                             "ranks share one node (default: auto)")
+                             "ranks share one node, or its all-reduce composed across nodes, where they span "
+                             "several (default: auto)")
     parser.add_argument("--node-path-max-bytes", type=int, default=NODE_SIZES[-1],
                         help=f"largest size the node path is measured at (default: {NODE_SIZES[-1]}; from "
                              f"{NODE_SIZES[0]})")
@@ -343,20 +346,44 @@ def node_path(args, impl, kept, per_node, nodes, say) -> tuple:
         return None, {}
     if args.node_path == "no":
         return None, {}
-    if nodes > 1 or per_node < 2:
-        say("node path not measured: it serves ranks that share one node, and this job's ranks "
-            + ("do not share one" if per_node < 2 else "span nodes (tune it with the ranks of one node)"))
+    if per_node < 2:
+        say("node path not measured: it serves ranks that share a node, and this job's ranks do not share one")
         return None, {}
     settings = library_settings.with_implied(impl, kept)
+    sizes = [b for b in NODE_SIZES if b <= max(args.node_path_max_bytes, NODE_SIZES[0])]
+    if nodes > 1:
+        return node_path_across(args, settings, sizes, per_node, nodes, say)
     ops = library_settings.NODE_PATH_COLLECTIVES
     on = dict(settings, MPI_COLLECTIVES_NODE_PATH="1", MPI_COLLECTIVES_NODE_PATH_COLLECTIVES=",".join(ops),
               MPI_COLLECTIVES_NODE_PATH_MIN="0", MPI_COLLECTIVES_NODE_PATH_MAX="0")
     off = dict(settings, MPI_COLLECTIVES_NODE_PATH="0")
-    sizes = [b for b in NODE_SIZES if b <= max(args.node_path_max_bytes, NODE_SIZES[0])]
     say(f"JAX's {', '.join(ops)} through the node's own data path and through the library's, "
         f"{sizes[0]} B to {sizes[-1]} B, {args.rounds} rounds")
     measured = rounds(args, "jax-mpi", sizes, {"path": (ops, on), "library": (ops, off)})
     chosen, per_size = choose_node_path(measured["path"], measured["library"])
+    say("node path: " + node_path_words(chosen))
+    return chosen, per_size
+
+
+def node_path_across(args, settings, sizes, per_node, nodes, say) -> tuple:
+    """Over several nodes: JAX's all-reduce composed (each node's window, the library between
+    nodes: MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1) against the library's own, in interleaved
+    rounds. Faster over a run of sizes: the entry's node_path takes it, with that run's limits.
+    Faster nowhere: no node_path in the entry, so the job keeps the built-in choice (a
+    communicator across nodes keeps the library's), and the ratios are kept beside it."""
+    ops = ("all-reduce",)
+    on = dict(settings, MPI_COLLECTIVES_NODE_PATH="1", MPI_COLLECTIVES_NODE_PATH_COLLECTIVES="all-reduce",
+              MPI_COLLECTIVES_NODE_PATH_MIN="0", MPI_COLLECTIVES_NODE_PATH_MAX="0",
+              MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES="1")
+    off = dict(settings, MPI_COLLECTIVES_NODE_PATH="0")
+    say(f"JAX's all-reduce composed across {nodes} nodes of {per_node} ranks (each node's window, the library "
+        f"between nodes) and the library's own, {sizes[0]} B to {sizes[-1]} B, {args.rounds} rounds")
+    measured = rounds(args, "jax-mpi", sizes, {"path": (ops, on), "library": (ops, off)})
+    chosen, per_size = choose_node_path(measured["path"], measured["library"])
+    if not chosen["mode"]:
+        say("node path: not composed across nodes (faster at no size): the built-in choice")
+        return None, per_size
+    chosen["across_nodes"] = 1
     say("node path: " + node_path_words(chosen))
     return chosen, per_size
 
@@ -395,10 +422,16 @@ def choose_node_path(path: dict, library: dict, min_gain=MIN_GAIN) -> tuple:
             "min": best[0], "max": 0 if best[-1] == sizes[-1] else best[-1]}, per_size
 
 
-def node_path_words(chosen: dict) -> str:
+def node_path_words(chosen) -> str:
+    if chosen is None:
+        return ("not composed across nodes: the library's own all-reduce was as fast or faster at every size "
+                "(the built-in choice: MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=0)")
     if not chosen["mode"]:
         return "off (MPI_COLLECTIVES_NODE_PATH=0): the library's own collectives were as fast or faster at every size"
     upto = f" up to {chosen['max']} bytes" if chosen["max"] else " with no upper limit"
+    if chosen.get("across_nodes"):
+        return (f"all-reduce composed across nodes from {chosen['min']} bytes{upto} (MPI_COLLECTIVES_NODE_PATH=1, "
+                f"_COLLECTIVES=all-reduce, _MIN={chosen['min']}, _MAX={chosen['max']}, _ACROSS_NODES=1)")
     return (f"{chosen['collectives']} from {chosen['min']} bytes{upto} (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES="
             f"{chosen['collectives']}, _MIN={chosen['min']}, _MAX={chosen['max']})")
 
@@ -469,7 +502,7 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
     print(report(rows, kept, jax_ratio, step_ratio, baseline, spread, per_node, nodes))
     if bound:
         print(binding_report(bound, bind))
-    if node is not None:
+    if node_measured:
         print(node_path_report(node_measured, node))
     entry = {"implementation": impl, "version": version, "library": os.path.realpath(mpi.library()),
              "ranks_per_node": per_node, "cpus": library_settings.node_cpus(), "nodes": nodes,
@@ -482,6 +515,7 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
         entry["measured"]["binding"] = bound
     if node is not None:
         entry["node_path"] = node
+    if node_measured:
         entry["measured"]["node_path"] = {str(b): {"ratio": r, "by_op": each} for b, (r, each) in node_measured.items()}
     if args.dry_run:
         print("(--dry-run: nothing written)")

@@ -42,12 +42,15 @@ MPIABI_EXPORT int mpic_bind_callers(const int *cpus, int n) { return mpic_caller
 /* initialize(): the node path's limits that `mpi-collectives tune` measured on
  * this node (the tuning file's entry), given before JAX's backend exists, so
  * before XLA creates any communicator; only where the user set none of them. */
-MPIABI_EXPORT int mpic_set_node_path(int mode, int collectives, int min_bytes, int max_bytes) {
-  if (mode < 0 || mode > 2 || collectives < 0 || collectives > 15 || min_bytes < 0 || max_bytes < 0) return 1;
+MPIABI_EXPORT int mpic_set_node_path(int mode, int collectives, int min_bytes, int max_bytes, int across_nodes) {
+  if (mode < 0 || mode > 2 || collectives < 0 || collectives > 15 || min_bytes < 0 || max_bytes < 0 ||
+      across_nodes < 0 || across_nodes > 1)
+    return 1;
   mpic_settings.node_path = mode;
   mpic_settings.node_path_collectives = collectives;
   mpic_settings.node_path_min = min_bytes;
   mpic_settings.node_path_max = max_bytes;
+  mpic_settings.node_path_across_nodes = across_nodes;
   return 0;
 }
 MPIABI_EXPORT int mpic_callers_moved(void) { return mpic_caller_cpus_moved(); }
