@@ -330,6 +330,24 @@ def test_the_node_path_takes_the_collectives_and_sizes_where_it_was_faster(ratio
         assert both["collectives"] == "all-reduce,all-gather", both
 
 
+def measured_node_path(monkeypatch, path_ratio):
+    """tune.measure replaced: the path (MPI_COLLECTIVES_NODE_PATH=1) path_ratio times the library's
+    time at every size; returns the list of its calls (path, ops, settings). None of the node path's
+    settings in the environment."""
+    from mpi_collectives.services import library_settings
+    from mpi_collectives.tools.bench import tune
+    calls = []
+
+    def measure(_args, path, sizes, ops, settings):
+        calls.append((path, list(ops), settings))
+        faster = path_ratio if settings["MPI_COLLECTIVES_NODE_PATH"] == "1" else 1.0
+        return {op: {b: faster * b for b in sizes} for op in ops}
+    monkeypatch.setattr(tune, "measure", measure)
+    for name in library_settings.NODE_PATH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return calls
+
+
 @pytest.mark.parametrize("composed, chosen", [
     (0.5, {"mode": 1, "collectives": "all-reduce", "min": 1 << 16, "max": 0, "across_nodes": 1}),
     (1.2, None)])
@@ -339,17 +357,8 @@ def test_the_composed_all_reduce_is_measured_where_the_ranks_span_nodes(monkeypa
     not, no node_path in the entry (the built-in choice) but the ratios reported."""
     import types
 
-    from mpi_collectives.services import library_settings
     from mpi_collectives.tools.bench import tune
-    calls = []
-
-    def measure(_args, path, sizes, ops, settings):
-        calls.append((path, list(ops), settings))
-        faster = composed if settings["MPI_COLLECTIVES_NODE_PATH"] == "1" else 1.0
-        return {op: {b: faster * b for b in sizes} for op in ops}
-    monkeypatch.setattr(tune, "measure", measure)
-    for name in library_settings.NODE_PATH_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+    calls = measured_node_path(monkeypatch, composed)
     args = types.SimpleNamespace(rounds=2, node_path="auto", node_path_max_bytes=1 << 24)
     said = []
     node, measured = tune.node_path(args, "mpich", {}, 8, 2, said.append)
@@ -371,15 +380,7 @@ def test_the_node_path_is_measured_where_the_ranks_share_a_node(monkeypatch):
 
     from mpi_collectives.services import library_settings
     from mpi_collectives.tools.bench import tune
-    calls = []
-
-    def measure(_args, path, sizes, ops, settings):
-        calls.append((path, list(ops), settings))
-        faster = 0.5 if settings["MPI_COLLECTIVES_NODE_PATH"] == "1" else 1.0
-        return {op: {b: faster * b for b in sizes} for op in ops}
-    monkeypatch.setattr(tune, "measure", measure)
-    for name in library_settings.NODE_PATH_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+    calls = measured_node_path(monkeypatch, 0.5)
     args = types.SimpleNamespace(rounds=2, node_path="auto", node_path_max_bytes=1 << 24)
     said = []
     node, measured = tune.node_path(args, "mpich", {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}, 8, 1, said.append)

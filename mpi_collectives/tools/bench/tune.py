@@ -286,7 +286,7 @@ def binding(args, impl, kept, placed, say) -> tuple:
         say(f"binding not measured: initialize() binds nothing here ({why})")
         return None, {}
     if args.binding == "auto" and len(slice_) < 2:
-        say(f"binding not measured: each rank's slice is one CPU (binding the whole rank was 20-30% faster "
+        say("binding not measured: each rank's slice is one CPU (binding the whole rank was 20-30% faster "
             "there on a 16-core node); --binding yes measures it")
         return None, {}
     settings = library_settings.with_implied(impl, kept)

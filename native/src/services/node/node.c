@@ -104,7 +104,7 @@ static int library_is_intel(void) {
 
 /* A communicator over several nodes whose all-reduces
  * MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1 composes: every node holds the same
- * number of its ranks, two or more (so each rank's slice of a chunk is the
+ * number of its ranks, two or more (so each rank's part of a buffer is the
  * same elements on every node); returns the communicator of the ranks at the
  * same place on their nodes, or MPI_COMM_NULL. The counts are gathered over
  * the whole communicator, so every member answers alike. shm_size is 0 where
@@ -179,9 +179,9 @@ void mpic_node_attach(struct mpic_record *r) {
     n = calloc(1, sizeof *n);
     char **shares = calloc((size_t)size, sizeof *shares);
     for (int q = 0; n && shares && q < size; q++) {
-      MPIABI_Aint size = 0;
+      MPIABI_Aint bytes = 0;
       int unit = 0;
-      if (mpic_next_Win_shared_query(win, q, &size, &unit, &shares[q]) != 0 || size < MPIC_NODE_SHARE) {
+      if (mpic_next_Win_shared_query(win, q, &bytes, &unit, &shares[q]) != 0 || bytes < MPIC_NODE_SHARE) {
         free(shares);
         shares = NULL;
       }
