@@ -10,12 +10,21 @@
 # from C, no JAX, no package in the call) where WITH_C=1, and the path's all-reduce is then also
 # given as a ratio of it (issue 55's target on 2 ranks: large all-reduces faster than MPICH's C loop).
 #
+# The C loop's launch also measures the memory floor (every rank copying its buffer once, all at
+# once), and the path is given as a ratio of it. WITH_GLOO=1 launches JAX over gloo once a round,
+# and the path is given as a ratio of that too (issue 55's targets on a node).
+#
 #   bash scripts/node_path_ab.sh mpich [ROUNDS]     # a family with a venv (scripts/setup_env.sh)
+#
+# VENV (default .venv-FAMILY), NRANKS (2), LAUNCH_TIMEOUT (600 s a launch): scripts/node_probe.sh's
+# PROBE_SET=node-path runs it on a lent node with its own venv at 8 and 16 ranks.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 family=${1:?which family: mpich, impi or openmpi}
 rounds=${2:-3}
-venv=$ROOT/.venv-$family
+venv=${VENV:-$ROOT/.venv-$family}
+nranks=${NRANKS:-2}
+limit=${LAUNCH_TIMEOUT:-600}
 sizes=${SIZES:-1048576,4194304,16777216,67108864}
 ops=${OPS:-all-reduce,all-gather,reduce-scatter,all-to-all}
 out=$(mktemp -d)
@@ -26,28 +35,38 @@ for i in $(seq 1 "$rounds"); do
   for path in 1 0; do
     MPI_COLLECTIVES_NODE_PATH=$path MPI_COLLECTIVES_NODE_PATH_COLLECTIVES=all-reduce,all-gather,reduce-scatter,all-to-all \
       MPI_COLLECTIVES_NODE_PATH_MIN=0 MPI_COLLECTIVES_NODE_PATH_MAX=0 \
-      MPI_COLLECTIVES_BENCH_COORDINATOR=127.0.0.1:29411 timeout 600 "$venv/bin/mpiexec" -n 2 \
+      MPI_COLLECTIVES_BENCH_COORDINATOR=127.0.0.1:29411 timeout "$limit" "$venv/bin/mpiexec" -n "$nranks" \
       "$venv/bin/python" -m mpi_collectives.tools.bench.worker jax-mpi "$out/$path-$i.json" "$sizes" 0.5 "$ops" \
       > "$out/$path-$i.log" 2>&1 || { cat "$out/$path-$i.log"; exit 1; }
   done
   if [ "${WITH_C:-0}" = 1 ]; then
-    timeout 600 "$venv/bin/mpiexec" -n 2 "$venv/bin/python" -m mpi_collectives.tools.bench.worker c "$out/c-$i.json" \
-      "$sizes" 0.5 "$ops" > "$out/c-$i.log" 2>&1 || { cat "$out/c-$i.log"; exit 1; }
+    timeout "$limit" "$venv/bin/mpiexec" -n "$nranks" "$venv/bin/python" -m mpi_collectives.tools.bench.worker c \
+      "$out/c-$i.json" "$sizes" 0.5 "$ops" > "$out/c-$i.log" 2>&1 || { cat "$out/c-$i.log"; exit 1; }
+  fi
+  if [ "${WITH_GLOO:-0}" = 1 ]; then
+    MPI_COLLECTIVES_BENCH_COORDINATOR=127.0.0.1:29412 timeout "$limit" "$venv/bin/mpiexec" -n "$nranks" \
+      "$venv/bin/python" -m mpi_collectives.tools.bench.worker jax-gloo "$out/gloo-$i.json" "$sizes" 0.5 "$ops" \
+      > "$out/gloo-$i.log" 2>&1 || { cat "$out/gloo-$i.log"; exit 1; }
   fi
 done
-"$venv/bin/python" - "$out" "$family" <<'PY'
+"$venv/bin/python" - "$out" "$family" "$nranks" <<'PY'
 import glob, json, os, sys
 import numpy as np
-out, family = sys.argv[1:]
-runs = {p: [json.load(open(f))["results"] for f in sorted(glob.glob(os.path.join(out, f"{p}-*.json")))] for p in "10"}
-c = [json.load(open(f))["results_by_target"]["C direct"] for f in sorted(glob.glob(os.path.join(out, "c-*.json")))]
+out, family, nranks = sys.argv[1:]
+def load(prefix, key="results"):
+    return [json.load(open(f))[key] for f in sorted(glob.glob(os.path.join(out, f"{prefix}-*.json")))]
+runs = {p: load(p) for p in "10"}
+c = load("c", "results_by_target")
+others = {"C loop": [r["C direct"] for r in c], "memory floor": [r.get("memory floor", {}) for r in c],
+          "gloo": load("gloo")}
 for op in runs["1"][0]:
     for n in runs["1"][0][op]:
         on, off = ([float(np.median(r[op][n])) * 1e6 for r in runs[p]] for p in "10")
-        print(f"{family} {op:15s} {int(n):>10d} B  path {np.median(on):9.0f} us {[round(x) for x in on]}  "
+        print(f"{family} {nranks} ranks {op:15s} {int(n):>10d} B  path {np.median(on):9.0f} us {[round(x) for x in on]}  "
               f"library {np.median(off):9.0f} us {[round(x) for x in off]}  ratio {np.median(on) / np.median(off):.2f}")
-        if c and op in c[0] and n in c[0][op]:
-            loop = [float(np.median(r[op][n])) * 1e6 for r in c]
-            print(f"{family} {op:15s} {int(n):>10d} B  path {np.median(on):9.0f} us  C loop {np.median(loop):9.0f} us "
-                  f"{[round(x) for x in loop]}  ratio {np.median(on) / np.median(loop):.2f}")
+        for name, measured in others.items():
+            if measured and op in measured[0] and n in measured[0][op]:
+                theirs = [float(np.median(r[op][n])) * 1e6 for r in measured]
+                print(f"{family} {nranks} ranks {op:15s} {int(n):>10d} B  path {np.median(on):9.0f} us  {name} "
+                      f"{np.median(theirs):9.0f} us {[round(x) for x in theirs]}  ratio {np.median(on) / np.median(theirs):.2f}")
 PY

@@ -13,6 +13,11 @@
 # PROBE_SET=lease: issue 45's open items inside one call (PROBE_DEADLINE seconds): the step at the
 #   second count under each binding and over gloo, the bench there, tune at the first count (timed),
 #   the bench at the third count if time is left.
+# PROBE_SET=node-path: issue 55's targets (the node's own data path), about 4 minutes a rank count:
+#   scripts/node_path_ab.sh at each count (two interleaved rounds of JAX's five collectives at 64 KiB,
+#   1 and 16 MiB with the path on for the four it takes and off, the C loop, the memory floor and
+#   gloo: node-path-N.txt), then the gradient psum with the path at its defaults and off, the C
+#   floor, and the training step with the path, without it and over gloo (probe.jsonl).
 # jax, jaxlib and numpy come from the node's Python (--system-site-packages). Every launch has a timeout.
 set -uo pipefail
 wheels=$1; out=$2; shift 2
@@ -21,7 +26,7 @@ py=${PYTHON:-python3}
 export JAX_PLATFORMS=cpu  # a GPU node: the probes are of the CPU collectives
 mkdir -p "$out"
 log=$out/probe.log; json=$out/probe.jsonl
-case ${PROBE_SET:-full} in step|bind|targets|lease) venvs=new ;; *) venvs="new old" ;; esac  # only new: no start-up comparison
+case ${PROBE_SET:-full} in step|bind|targets|lease|node-path) venvs=new ;; *) venvs="new old" ;; esac  # only new: no start-up comparison
 for v in $venvs; do
   [ -z "${PROBE_KEEP_VENVS:-}" ] || continue  # (a try elsewhere: /tmp/probe-new and -old made by hand)
   "$py" -m venv --system-site-packages "/tmp/probe-$v" &&
@@ -44,6 +49,23 @@ if [ "${PROBE_SET:-full}" = step ]; then  # the training step over us (binding o
     probe new "$n" step
     probe new "$n" step MPI_COLLECTIVES_BIND_CPUS=0
     probe new "$n" step PROBE_BACKEND=gloo PROBE_COORDINATOR=127.0.0.1:$port
+  done
+  echo "probe done" >> "$log"; exit 0
+fi
+if [ "${PROBE_SET:-full}" = node-path ]; then
+  for n in $ranks; do
+    echo "== node_path_ab.sh at $n ranks" >> "$log"
+    VENV=/tmp/probe-new NRANKS=$n LAUNCH_TIMEOUT=150 WITH_C=1 WITH_GLOO=1 SIZES=65536,1048576,16777216 \
+      OPS=all-reduce,all-gather,reduce-scatter,all-to-all,ppermute bash scripts/node_path_ab.sh mpich 2 \
+      > "$out/node-path-$n.txt" 2>&1
+    echo "node_path_ab.sh exit $?" >> "$log"
+    port=$("/tmp/probe-new/bin/python" -c "from mpi_collectives.tools import launching; print(launching.free_port())")
+    probe new "$n" grad
+    probe new "$n" grad MPI_COLLECTIVES_NODE_PATH=0
+    probe new "$n" floor
+    probe new "$n" step PROBE_ITERS=10
+    probe new "$n" step PROBE_ITERS=10 MPI_COLLECTIVES_NODE_PATH=0
+    probe new "$n" step PROBE_ITERS=10 PROBE_BACKEND=gloo PROBE_COORDINATOR=127.0.0.1:$port
   done
   echo "probe done" >> "$log"; exit 0
 fi
