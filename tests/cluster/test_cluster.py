@@ -101,7 +101,8 @@ def on_node1(c, cmd, env=None, timeout=LAUNCH_TIMEOUT, cwd=HERE):
         proc = run(c.command("node1", cmd, cwd=cwd), env=base, timeout=timeout)
         proc.seconds = time.monotonic() - start
         print(f"{' '.join(cmd[:6])} ...: exit {proc.returncode} in {proc.seconds:.1f} s")
-        if attempt < 3 and cmd[0] == "srun" and SLURM_PMI2_GARBLED in proc.stderr:
+        # (srun itself, or a shell running the README's srun lines: the cut is never a test's answer)
+        if attempt < 3 and SLURM_PMI2_GARBLED in proc.stderr:
             # MPICH 5.0.2 puts 4096 bytes from the start of UCX's shorter worker address into
             # Slurm's PMI-1 key-value space: what follows the address in the rank's memory goes
             # too, and where it is not zeros a piece is longer than slurmstepd's 1024-byte
@@ -226,15 +227,23 @@ def test_readme_slurm_block(slurm, tmp_path, where, code):
     COMPLETED; every training run must end with identical parameters on every rank."""
     env = {"PATH": f"{BIN}:{os.environ['PATH']}", "JAX_MPI_VENV": os.path.dirname(BIN), "TRAIN_STEPS": "20",
            "SBATCH_OUTPUT": str(tmp_path / "job-%j.out")}
-    proc = on_node1(slurm, ["bash", "-euo", "pipefail", "-c", code], env=env, cwd=ROOT, timeout=400)
-    assert proc.returncode == 0, f"{where}:\n{code}\n" + explain(proc)
-    outputs = [proc.stdout]
-    for job in re.findall(r"Submitted batch job (\d+)", proc.stdout):
-        state = wait_for_job(slurm, job)
-        output = (tmp_path / f"job-{job}.out").read_text()
+    for attempt in (1, 2, 3):
+        proc = on_node1(slurm, ["bash", "-euo", "pipefail", "-c", code], env=env, cwd=ROOT, timeout=400)
+        assert proc.returncode == 0, f"{where}:\n{code}\n" + explain(proc)
+        outputs, states = [proc.stdout], []
+        for job in re.findall(r"Submitted batch job (\d+)", proc.stdout):
+            states.append(wait_for_job(slurm, job))
+            outputs.append((tmp_path / f"job-{job}.out").read_text())
+        if attempt < 3 and any(SLURM_PMI2_GARBLED in output for output in outputs[1:]):
+            # slurmstepd cut MPICH's PMI put inside the batch job's srun (on_node1 says why): the
+            # job again, with another memory layout (sbatch passes the environment on)
+            print(f"slurmstepd cut MPICH's PMI put in the batch job; submitting again:\n{outputs[-1][-1500:]}")
+            env = dict(env, MPI_COLLECTIVES_TEST_LAYOUT="x" * (257 * attempt))
+            continue
+        break
+    for state, output in zip(states, outputs[1:]):
         assert "JobState=COMPLETED" in state and "ExitCode=0:0" in state, state + output
         assert "NodeList=node[1-2]" in state, state
-        outputs.append(output)
     runs = re.findall(r"done: loss [\d.]+ -> [\d.]+, parameters identical on all (\d+) ranks", "".join(outputs))
     # One training run per command (the batch job's in its output file), each over two nodes, one
     # rank a node (docs/layout.md: the layout every recipe shows).
