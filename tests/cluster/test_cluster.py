@@ -710,6 +710,7 @@ def test_a_tuning_file_only_one_host_sees_stops_the_job_with_the_line(slurm):
 
 # ---- the node path composed across hosts (native/src/services/node/node.c, issue 55 item 4)
 
+OSC_UCX_LINE = "Error: OSC UCX component priority set inside component query failed"
 COMPOSED = re.compile(r"communicator \d+: 4 ranks, 2 on each node: all-reduce from 0 bytes through each node's "
                       r"shared window and the MPI library between nodes")
 
@@ -736,7 +737,11 @@ def test_all_reduces_composed_across_two_hosts_are_exact(cluster):
     proc = node_path_across(cluster, [2, 2])
     node_path_digest(proc, 4)
     assert len(COMPOSED.findall(proc.stderr)) >= 4, explain(proc)
-    assert "Error" not in proc.stderr, explain(proc)
+    # Open MPI over TCP across hosts: its osc/ucx prints one harmless line per window and rank, then
+    # uses osc/sm (on one node the wrapper excludes it at MPI_Init: families/openmpi.c; across nodes a
+    # program's own windows may need it; docs/troubleshooting.md has the line). Any other error fails.
+    others = [line for line in proc.stderr.splitlines() if "Error" in line and OSC_UCX_LINE not in line]
+    assert not others, explain(proc)
 
 
 @only["mpich"]
