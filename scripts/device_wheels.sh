@@ -12,7 +12,7 @@ rm -rf "$out" && mkdir -p "$out/new" "$out/deps"
 bash "$root/scripts/build_wheels.sh" x86_64 >&2
 cp "$root"/dist/mpi_collectives-*-manylinux_2_17_x86_64.whl "$out/new/"
 "${PYTHON:-python3}" -m pip download -q --only-binary=:all: --python-version "${DEVICE_PYTHON:-3.12}" \
-  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any -d "$out/deps" \
-  mpich cffi pycparser setuptools >&2
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  --platform any -d "$out/deps" 'mpich>=5' cffi pycparser setuptools >&2
 du -sh "$out" >&2
 echo "$out"
