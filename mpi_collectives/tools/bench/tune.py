@@ -381,7 +381,7 @@ def node_path_across(args, settings, sizes, per_node, nodes, say) -> tuple:
     measured = rounds(args, "jax-mpi", sizes, {"path": (ops, on), "library": (ops, off)})
     chosen, per_size = choose_node_path(measured["path"], measured["library"])
     if not chosen["mode"]:
-        say("node path: not composed across nodes (faster at no size): the built-in choice")
+        say("node path: " + node_path_words(None))
         return None, per_size
     chosen["across_nodes"] = 1
     say("node path: " + node_path_words(chosen))
@@ -430,8 +430,9 @@ def node_path_words(chosen) -> str:
         return "off (MPI_COLLECTIVES_NODE_PATH=0): the library's own collectives were as fast or faster at every size"
     upto = f" up to {chosen['max']} bytes" if chosen["max"] else " with no upper limit"
     if chosen.get("across_nodes"):
-        return (f"all-reduce composed across nodes from {chosen['min']} bytes{upto} (MPI_COLLECTIVES_NODE_PATH=1, "
-                f"_COLLECTIVES=all-reduce, _MIN={chosen['min']}, _MAX={chosen['max']}, _ACROSS_NODES=1)")
+        return (f"{chosen['collectives']} composed across nodes from {chosen['min']} bytes{upto} "
+                f"(MPI_COLLECTIVES_NODE_PATH=1, _COLLECTIVES={chosen['collectives']}, _MIN={chosen['min']}, "
+                f"_MAX={chosen['max']}, _ACROSS_NODES=1)")
     return (f"{chosen['collectives']} from {chosen['min']} bytes{upto} (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES="
             f"{chosen['collectives']}, _MIN={chosen['min']}, _MAX={chosen['max']})")
 
