@@ -708,7 +708,7 @@ def test_a_tuning_file_only_one_host_sees_stops_the_job_with_the_line(slurm):
     assert proc.seconds < 60, text
 
 
-# ---- the node path composed across hosts (native/src/services/node/node.c, issue 55 item 4)
+# ---- the node path composed across hosts (native/src/services/node/across.c, issue 55 item 4)
 
 OSC_UCX_LINE = "Error: OSC UCX component priority set inside component query failed"
 COMPOSED = re.compile(r"communicator \d+: 4 ranks, 2 on each node: all-reduce from 0 bytes through each node's "

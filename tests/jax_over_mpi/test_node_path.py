@@ -66,6 +66,36 @@ def test_no_room_in_dev_shm_is_one_line_and_the_library():
     assert len(lines) == 1 and "/dev/shm has" in lines[0] and "MPI_COLLECTIVES_NODE_PATH=0" in lines[0], explain(proc)
 
 
+MESHES = os.path.join(PROGRAMS, "node_path_meshes.py")
+
+
+@pytest.mark.version_dependent
+def test_communicators_over_the_same_ranks_end_cleanly():
+    """Two meshes over the same two ranks ([d0, d1] and [d1, d0]: two communicators, a window each),
+    then a normal exit. jax 0.4's XLA frees its communicators at exit in a hash order of its own on
+    each rank, and a free that waited for the window's ranks hung in up to half of such runs
+    (issue 60): six launches, each must end."""
+    for attempt in range(6):
+        proc = mpirun(2, [sys.executable, MESHES, "orders", "2"], env=ON, timeout=120)
+        assert proc.returncode == 0 and proc.stdout.count("EXACT rank") == 2, explain(proc)
+        assert proc.stdout.count("DONE rank") == 2, explain(proc)
+        assert proc.stderr.count(TAKEN) >= 4, explain(proc)  # both meshes' windows, on both ranks
+
+
+@pytest.mark.skipif(not ONCE or os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="once (the mpich configuration), as root (a mount namespace with a small /dev/shm)")
+def test_a_mesh_per_device_order_in_dockers_dev_shm_is_exact():
+    """Docker's default /dev/shm (64 MiB), 4 ranks, a mesh per order of the devices (24
+    communicators), 2 MiB psums: a rank died of SIGBUS where each window's room was looked at
+    before the earlier windows had touched their pages (issue 60). Now each window's pages are
+    touched when it is made, so the later ones see the room left, and say when there is none."""
+    proc = run(["env", *[f"{k}={v}" for k, v in ON.items()], "unshare", "-m", "sh", "-c",
+                'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$@"', "sh", mpiexec_path(), "-n", "4",
+                sys.executable, MESHES, "orders", "24"], timeout=600)
+    assert proc.returncode == 0 and proc.stdout.count("EXACT rank") == 4, explain(proc)
+    assert "no room for the node path" in proc.stderr, explain(proc)
+
+
 def test_a_rank_stalled_before_a_node_path_all_reduce_is_named():
     """Rank 1 sleeps before a 4 MiB psum that rank 0 waits in, in the node path's barrier: the
     report names the all-reduce as it does one waiting in the library, and the job finishes exact."""

@@ -48,7 +48,7 @@ MPIABI_EXPORT int MPIABI_Comm_size(MPIABI_Comm comm, int *size) {
 
 MPIABI_EXPORT int MPIABI_Comm_free(MPIABI_Comm *comm) {
   if (comm && mpic_is_device_comm(*comm)) return mpic_device_comm_free(comm);
-  if (comm) mpic_node_detach(mpic_record_of(*comm));
+  if (comm) mpic_node_forget(mpic_record_of(*comm));
   return mpic_record_free(comm);
 }
 

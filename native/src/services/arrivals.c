@@ -16,7 +16,7 @@
 #include "common.h"
 #include "end_job.h"
 #include "flight.h"
-#include "node.h"
+#include "dispatch.h"
 #include "signature.h"
 
 static __attribute__((noreturn)) void short_arrival(const char *what, int expected, int received,
@@ -42,13 +42,9 @@ int mpic_arrival_sendrecv(struct mpic_record *r, const void *sendbuf, int sendco
   MPIABI_Status own;
   MPIABI_Status *s = (status == MPIABI_STATUS_IGNORE || !status) ? &own : status;
   struct mpic_call c = {MPIC_ALL_TO_ALL, recvcount, recvtype, MPIABI_OP_NULL};
-  mpic_ticket ticket = mpic_record_begin(r, mpic_signature(&c));
-  int ret = mpic_node_takes_sendrecv(r, sendcount, sendtype, dest, recvcount, recvtype, source)
-                ? mpic_node_sendrecv(r, sendbuf, sendcount, sendtype, dest, recvbuf, source, recvtag, s)
-                : mpic_next_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-                                     recvtag, r->comm, s);
-  if (ret != 0) mpic_call_failed("MPI_Sendrecv", ret);
-  mpic_flight_end(ticket);
+  struct mpic_sendrecv_args a = {sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                                 source, recvtag, r->comm, s};
+  int ret = mpic_dispatch(r, &c, NULL, "MPI_Sendrecv", mpic_call_sendrecv, &a);
   if (source != MPIABI_PROC_NULL) check_arrival("an all-to-all", s, recvcount, recvtype);
   return ret;
 }

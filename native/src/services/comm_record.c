@@ -20,7 +20,8 @@ static int world_rank = -1;
 struct mpic_record *mpic_record_of(MPIABI_Comm comm) {
   int n = __atomic_load_n(&high, __ATOMIC_ACQUIRE);
   for (int i = 0; i < n; i++)
-    if (__atomic_load_n(&records[i].live, __ATOMIC_ACQUIRE) && records[i].comm == comm) return &records[i];
+    if (__atomic_load_n(&records[i].live, __ATOMIC_ACQUIRE) && __atomic_load_n(&records[i].comm, __ATOMIC_RELAXED) == comm)
+      return &records[i];
   return NULL;
 }
 
@@ -70,7 +71,9 @@ struct mpic_record *mpic_record_add(MPIABI_Comm comm, int id) {
                world_rank, MPIC_MAX_RECORDS);
   struct mpic_record *r = &records[at];
   free(r->members);
-  r->comm = comm, r->id = id, r->seq = 0, r->size = size, r->rank = rank, r->members = members, r->node = NULL;
+  __atomic_store_n(&r->comm, comm, __ATOMIC_RELAXED); /* read by lookups without the lock */
+  r->id = id, r->seq = 0, r->size = size, r->rank = rank, r->members = members, r->node = NULL;
+  r->node_state = MPIC_NODE_UNKNOWN;
   __atomic_store_n(&r->live, 1, __ATOMIC_RELEASE);
   if (at == high) __atomic_store_n(&high, high + 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&lock);

@@ -13,7 +13,7 @@
 #include "common.h"
 #include "flight.h"
 
-struct mpic_node; /* the node path's window (node/node.h), NULL where there is none */
+struct mpic_node; /* the node path's window (node/internal.h), NULL where there is none */
 
 struct mpic_record {
   MPIABI_Comm comm;
@@ -22,8 +22,10 @@ struct mpic_record {
   unsigned seq; /* its collectives so far */
   int size, rank;
   int *members; /* size ranks in MPI_COMM_WORLD, or NULL when they could not be read */
-  struct mpic_node *node;
+  struct mpic_node *node; /* set once the node path attached a window at the first call it takes */
+  int node_state;         /* MPIC_NODE_UNKNOWN until then; MPIC_NODE_ATTACHED; MPIC_NODE_LIBRARY for good */
 };
+enum { MPIC_NODE_UNKNOWN = 0, MPIC_NODE_ATTACHING, MPIC_NODE_ATTACHED, MPIC_NODE_LIBRARY };
 
 /* A communicator XLA has just created: recorded, its errors returned to the
  * wrapper (dispatch.c ends the job with the library's words). Ends the job

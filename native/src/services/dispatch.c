@@ -4,8 +4,10 @@
 #include "agreement.h"
 #include "call_failed.h"
 #include "check_block.h"
+#include "end_job.h"
 #include "dispatch.h"
 #include "flight.h"
+#include "node.h"
 
 static struct mpic_carry none(void) { return (struct mpic_carry){MPIC_CARRY_NONE, NULL, 0, 0, NULL, 0, 0}; }
 
@@ -29,7 +31,7 @@ int mpic_dispatch(struct mpic_record *r, const struct mpic_call *c, const struct
                   const char *function, mpic_library_call call, void *args) {
   uint64_t sig = mpic_signature(c);
   mpic_ticket ticket = r ? mpic_record_begin(r, sig) : MPIC_NO_TICKET;
-  if (r && mpic_agreement_on()) {
+  if (r && mpic_agreement_on() && c->kind != MPIC_ALL_TO_ALL) {
     struct mpic_block b;
     int carried = carry && carry->mode != MPIC_CARRY_NONE;
     mpic_block_start(&b, sig, carried ? carry->mode : MPIC_CARRY_NONE);
@@ -41,30 +43,9 @@ int mpic_dispatch(struct mpic_record *r, const struct mpic_call *c, const struct
       return 0;
     }
   }
-  int ret = call(args);
+  int ret = r && mpic_node_takes(r, call, args) ? mpic_node_run(r, call, args) : call(args);
   if (ret != 0) mpic_call_failed(function, ret);
+  mpic_hold_if_ending();
   mpic_flight_end(ticket);
   return 0;
-}
-
-/* ---- the library's calls ---- */
-int mpic_call_allreduce(void *args) {
-  struct mpic_allreduce_args *a = args;
-  return mpic_next_Allreduce(a->send, a->recv, a->count, a->type, a->op, a->comm);
-}
-
-int mpic_call_allgather(void *args) {
-  struct mpic_allgather_args *a = args;
-  return mpic_next_Allgather(a->send, a->sendcount, a->sendtype, a->recv, a->recvcount, a->recvtype, a->comm);
-}
-
-int mpic_call_allgatherv(void *args) {
-  struct mpic_allgatherv_args *a = args;
-  return mpic_next_Allgatherv(a->send, a->sendcount, a->sendtype, a->recv, a->recvcounts, a->displs, a->recvtype,
-                              a->comm);
-}
-
-int mpic_call_reduce_scatter(void *args) {
-  struct mpic_reduce_scatter_args *a = args;
-  return mpic_next_Reduce_scatter(a->send, a->recv, a->counts, a->type, a->op, a->comm);
 }

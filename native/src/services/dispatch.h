@@ -1,6 +1,7 @@
 /* The one way a collective runs on a communicator XLA created (dispatch.c):
  * it begins in the flight record, the ranks agree about it (carrying its
- * data when they fit the check's block), the library's call moves the data,
+ * data when they fit the check's block), the node path or the library's
+ * call moves the data (chosen here, once),
  * a failure ends the job with one sentence, and it finishes in the record.
  * Used by xla_collectives.c (one device per process) and devices/ (a
  * process's devices together), so that every path has the same check,
@@ -10,6 +11,7 @@
 
 #include <stddef.h>
 #include "comm_record.h"
+#include "library_calls.h"
 #include "signature.h"
 
 /* How a collective's data may travel in the check's block (check_block.h):
@@ -33,52 +35,13 @@ struct mpic_carry mpic_carry_reduce(const struct mpic_call *c, const void *in, i
 struct mpic_carry mpic_carry_place(const struct mpic_call *c, const void *mine, int64_t at, int64_t count, void *out,
                                    int64_t total);
 
-/* The library's call that moves the data, with its arguments. */
-typedef int (*mpic_library_call)(void *args);
-/* The calls XLA's collectives make, for mpic_dispatch's `call`: args is the struct before each. */
-struct mpic_allreduce_args {
-  const void *send;
-  void *recv;
-  int count;
-  MPIABI_Datatype type;
-  MPIABI_Op op;
-  MPIABI_Comm comm;
-};
-int mpic_call_allreduce(void *args);
-struct mpic_allgather_args {
-  const void *send;
-  int sendcount;
-  MPIABI_Datatype sendtype;
-  void *recv;
-  int recvcount;
-  MPIABI_Datatype recvtype;
-  MPIABI_Comm comm;
-};
-int mpic_call_allgather(void *args);
-struct mpic_allgatherv_args {
-  const void *send;
-  int sendcount;
-  MPIABI_Datatype sendtype;
-  void *recv;
-  const int *recvcounts, *displs;
-  MPIABI_Datatype recvtype;
-  MPIABI_Comm comm;
-};
-int mpic_call_allgatherv(void *args);
-struct mpic_reduce_scatter_args {
-  const void *send;
-  void *recv;
-  const int *counts;
-  MPIABI_Datatype type;
-  MPIABI_Op op;
-  MPIABI_Comm comm;
-};
-int mpic_call_reduce_scatter(void *args);
-
 /* Runs collective c on r (NULL: a communicator without a record, the call
- * alone): `carry` (NULL for none) used when the checks are on and it fits,
- * else call(args); `function` names the call in the failure's sentence.
- * Returns 0 (a failure ends the job). */
+ * alone): the ranks agree about it when the checks are on (not for an
+ * all-to-all's exchanges, which are pairwise: arrivals.c checks what
+ * arrives), `carry` (NULL for none) used when it fits; else the route is
+ * chosen here, once: the node path where it takes the call (node/node.h),
+ * else the library's `call`, both with args. `function` names the call in
+ * the failure's sentence. Returns 0 (a failure ends the job). */
 int mpic_dispatch(struct mpic_record *r, const struct mpic_call *c, const struct mpic_carry *carry,
                   const char *function, mpic_library_call call, void *args);
 

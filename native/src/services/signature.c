@@ -27,20 +27,60 @@ static const struct {
 };
 #define COUNT(a) (sizeof a / sizeof *a)
 
-/* 1 + the datatype's place in type_names, 255 for any other. */
+/* 1 + the datatype's place in type_names; for any other (a program's own
+ * datatype, or a predefined one without a name here), 128 + its size in
+ * bytes up to 126, so that two ranks whose datatypes differ in size differ
+ * here too; 255 where the size is larger or unknown. */
 static unsigned type_index(MPIABI_Datatype t) {
   for (size_t i = 0; i < COUNT(type_names); i++)
     if (*type_names[i].type == t) return (unsigned)i + 1;
+  int size = 0;
+  if (t != MPIABI_DATATYPE_NULL && mpic_next_Type_size(t, &size) == 0 && size > 0 && size <= 126)
+    return 128u + (unsigned)size;
   return 255;
 }
 const char *mpic_type_name(MPIABI_Datatype t) {
-  unsigned i = type_index(t);
-  return i == 255 ? NULL : type_names[i - 1].name;
+  for (size_t i = 0; i < COUNT(type_names); i++)
+    if (*type_names[i].type == t) return type_names[i].name;
+  return NULL;
 }
+/* 1 + the operation's place in op_names; for any other, 254 where the
+ * library says it is not commutative, 253 where it is, 255 unknown. */
+enum { OP_COMMUTATIVE = 253, OP_NOT_COMMUTATIVE = 254, OP_UNKNOWN = 255 };
 static unsigned op_index(MPIABI_Op op) {
   for (size_t i = 0; i < COUNT(op_names); i++)
     if (*op_names[i].op == op) return (unsigned)i + 1;
-  return 255;
+  int commutes = 0;
+  if (mpic_next_Op_commutative(op, &commutes) != 0) return OP_UNKNOWN;
+  return commutes ? OP_COMMUTATIVE : OP_NOT_COMMUTATIVE;
+}
+const char *mpic_op_name(MPIABI_Op op) {
+  for (size_t i = 0; i < COUNT(op_names); i++)
+    if (*op_names[i].op == op) return op_names[i].name;
+  return NULL;
+}
+
+static const char *op_words(unsigned o) {
+  if (o >= 1 && o <= COUNT(op_names)) return op_names[o - 1].name;
+  if (o == OP_COMMUTATIVE) return "(a commutative reduction of the program's)";
+  if (o == OP_NOT_COMMUTATIVE) return "(a non-commutative reduction of the program's)";
+  return o ? "(another reduction)" : "";
+}
+
+/* Async-signal-safe: a fixed word for each size (the flight record prints from a signal handler). */
+static const char *type_words(unsigned t) {
+  static const char *const sized[] = {"(another datatype of 1 byte)", "(another datatype of 2 bytes)",
+                                      "(another datatype of 4 bytes)", "(another datatype of 8 bytes)",
+                                      "(another datatype of 16 bytes)"};
+  if (t >= 1 && t <= COUNT(type_names)) return type_names[t - 1].name;
+  switch (t) {
+    case 129: return sized[0];
+    case 130: return sized[1];
+    case 132: return sized[2];
+    case 136: return sized[3];
+    case 144: return sized[4];
+    default: return "(another datatype)";
+  }
 }
 
 /* ---- signatures ----
@@ -58,8 +98,7 @@ uint64_t mpic_signature(const struct mpic_call *c) {
 void mpic_describe(uint64_t sig, char *out, size_t len) {
   unsigned kind = (unsigned)(sig >> 56), op = (unsigned)(sig >> 48) & 0xff, type = (unsigned)(sig >> 40) & 0xff;
   long long count = (long long)(sig & 0xffffffffffull);
-  const char *op_text = op >= 1 && op <= COUNT(op_names) ? op_names[op - 1].name : op ? "(another reduction)" : "";
-  const char *type_text = type >= 1 && type <= COUNT(type_names) ? type_names[type - 1].name : "(another datatype)";
+  const char *op_text = op_words(op), *type_text = type_words(type);
   const char *kind_text = kind < COUNT(mpic_kind_names) ? mpic_kind_names[kind] : "?";
   if (kind >= MPIC_SPLIT) { /* no data of its own */
     snprintf(out, len, "%s", kind_text);
@@ -72,7 +111,7 @@ void mpic_describe(uint64_t sig, char *out, size_t len) {
 void mpic_signature_words(uint64_t sig, const char **kind, const char **op, const char **type, long long *count) {
   unsigned k = (unsigned)(sig >> 56), o = (unsigned)(sig >> 48) & 0xff, t = (unsigned)(sig >> 40) & 0xff;
   *kind = k < COUNT(mpic_kind_names) ? mpic_kind_names[k] : "?";
-  *op = o >= 1 && o <= COUNT(op_names) ? op_names[o - 1].name : o ? "(another reduction)" : "";
-  *type = t >= 1 && t <= COUNT(type_names) ? type_names[t - 1].name : "(another datatype)";
+  *op = op_words(o);
+  *type = type_words(t);
   *count = k >= MPIC_SPLIT ? -1 : (long long)(sig & 0xffffffffffull);
 }

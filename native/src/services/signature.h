@@ -38,7 +38,11 @@ void mpic_describe(uint64_t sig, char *out, size_t len);
 /* The same words without formatting (async-signal-safe): kind, reduction
  * ("" for none), datatype, and the element count (-1 for kinds without data). */
 void mpic_signature_words(uint64_t sig, const char **kind, const char **op, const char **type, long long *count);
-/* "f32", or NULL for a datatype without a short name. */
+/* "f32", or NULL for a datatype without a short name: the predefined,
+ * contiguous ones XLA uses and a few more (signature.c's table). */
 const char *mpic_type_name(MPIABI_Datatype t);
+/* "sum", or NULL for an operation outside signature.c's table (which holds
+ * predefined, commutative ones only). */
+const char *mpic_op_name(MPIABI_Op op);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 /* The small numbers a signature holds for a datatype and a reduction (0:
- * none; 255: one without a name here), in the order of signature.c's tables. */
+ * none; past the tables: others, signature.c), in the order of signature.c's tables. */
 enum {
   MPIC_T_F32 = 1, MPIC_T_F64, MPIC_T_S8, MPIC_T_S16, MPIC_T_S32, MPIC_T_S64,
   MPIC_T_U8, MPIC_T_U16, MPIC_T_U32, MPIC_T_U64, MPIC_T_C64, MPIC_T_C128, MPIC_T_PRED,

@@ -3,7 +3,6 @@
  * the dispatcher to run. */
 #include "check_block.h"
 #include "dispatch.h"
-#include "node.h"
 #include "xla_collectives.h"
 
 int mpic_xla_allreduce(struct mpic_record *r, const void *sendbuf, void *recvbuf, int count, MPIABI_Datatype datatype,
@@ -12,8 +11,7 @@ int mpic_xla_allreduce(struct mpic_record *r, const void *sendbuf, void *recvbuf
   struct mpic_carry carry =
       mpic_carry_reduce(&c, sendbuf == MPIABI_IN_PLACE ? recvbuf : sendbuf, count, recvbuf, 0, count);
   struct mpic_allreduce_args a = {sendbuf, recvbuf, count, datatype, op, r->comm};
-  int node = mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE, datatype, count);
-  return mpic_dispatch(r, &c, &carry, "MPI_Allreduce", node ? mpic_node_call_allreduce : mpic_call_allreduce, &a);
+  return mpic_dispatch(r, &c, &carry, "MPI_Allreduce", mpic_call_allreduce, &a);
 }
 
 int mpic_xla_allgather(struct mpic_record *r, const void *sendbuf, int sendcount, MPIABI_Datatype sendtype,
@@ -29,8 +27,7 @@ int mpic_xla_allgather(struct mpic_record *r, const void *sendbuf, int sendcount
     const void *mine = sendbuf == MPIABI_IN_PLACE ? (const char *)recvbuf + elem * (size_t)at : sendbuf;
     carry = mpic_carry_place(&c, mine, at, sendcount, recvbuf, (int64_t)sendcount * r->size);
   }
-  int node = mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_ALL_GATHER, recvtype, (int64_t)recvcount * r->size);
-  return mpic_dispatch(r, &c, &carry, "MPI_Allgather", node ? mpic_node_call_allgather : mpic_call_allgather, &a);
+  return mpic_dispatch(r, &c, &carry, "MPI_Allgather", mpic_call_allgather, &a);
 }
 
 int mpic_xla_reduce_scatter(struct mpic_record *r, const void *sendbuf, void *recvbuf, const int recvcounts[],
@@ -44,7 +41,5 @@ int mpic_xla_reduce_scatter(struct mpic_record *r, const void *sendbuf, void *re
   struct mpic_carry carry = mpic_carry_reduce(&c, sendbuf == MPIABI_IN_PLACE ? recvbuf : sendbuf, total, recvbuf,
                                               before, recvcounts[r->rank]);
   struct mpic_reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, datatype, op, r->comm};
-  int node = mpic_node_takes(r, MPIC_NODE_PATH_COLLECTIVES_REDUCE_SCATTER, datatype, total);
-  return mpic_dispatch(r, &c, &carry, "MPI_Reduce_scatter",
-                       node ? mpic_node_call_reduce_scatter : mpic_call_reduce_scatter, &a);
+  return mpic_dispatch(r, &c, &carry, "MPI_Reduce_scatter", mpic_call_reduce_scatter, &a);
 }

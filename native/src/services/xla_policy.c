@@ -15,7 +15,6 @@
 #include "end_job.h"
 #include "flight.h"
 #include "log.h"
-#include "node.h"
 #include "settings.h"
 #include "signature.h"
 #include "split_plan.h"
@@ -113,7 +112,7 @@ int mpic_xla_split(MPIABI_Comm comm, int color, int key, MPIABI_Comm *newcomm) {
   if (check) __atomic_fetch_sub(&splits_running, 1, __ATOMIC_SEQ_CST);
   if (ret != 0 || *newcomm == MPIABI_COMM_NULL) return ret;
   /* whatever the checks: the flight record and the failure's sentence need it */
-  mpic_node_attach(mpic_record_add(*newcomm, id));
+  mpic_record_add(*newcomm, id);
   if (!check) return ret;
   int newrank = -1, newsize = 0;
   mpic_next_Comm_rank(*newcomm, &newrank);

@@ -3,6 +3,7 @@
  * the process, over the group's process communicator, through the
  * dispatcher (dispatch.h: the check, carrying small data as one device per
  * process does, the flight record, the failure's sentence). */
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,6 @@
 #include "dispatch.h"
 #include "end_job.h"
 #include "internal.h"
-#include "node.h"
 #include "waits.h"
 
 static void local_posts_agree(struct group *g) {
@@ -27,6 +27,18 @@ static void local_posts_agree(struct group *g) {
   }
 }
 
+/* A count the library's int arguments can hold: the devices' counts multiplied (a process's
+ * several devices' parts, a group's whole buffer) can pass INT_MAX where each device's does not,
+ * and a count that wrapped would reduce or move only part of the data, silently. */
+static int int_count(const struct group *g, int64_t count, const char *what) {
+  if (count > INT_MAX)
+    mpic_fatal("rank %d: %s over device group %d needs %lld elements in one MPI call, more than MPI's int "
+               "counts hold (%d). No result was returned. Fix: split the array into parts of fewer elements, "
+               "or use fewer CPU devices per process",
+               mpic_device_world_rank(), what, g->color, (long long)count, INT_MAX);
+  return (int)count;
+}
+
 static void run_allreduce(struct group *g) {
   struct post *p = g->posts;
   size_t bytes = (size_t)p[0].count * mpic_device_type_size(p[0].type);
@@ -40,8 +52,7 @@ static void run_allreduce(struct group *g) {
     struct mpic_call c = {MPIC_ALL_REDUCE, p[0].count, p[0].type, p[0].op};
     struct mpic_carry carry = mpic_carry_reduce(&c, acc, p[0].count, acc, 0, p[0].count);
     struct mpic_allreduce_args a = {MPIABI_IN_PLACE, acc, p[0].count, p[0].type, p[0].op, g->pc};
-    int node = mpic_node_takes(g->record, MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE, p[0].type, p[0].count);
-    mpic_dispatch(g->record, &c, &carry, "MPI_Allreduce", node ? mpic_node_call_allreduce : mpic_call_allreduce, &a);
+    mpic_dispatch(g->record, &c, &carry, "MPI_Allreduce", mpic_call_allreduce, &a);
   }
   for (int s = 1; s < g->m; s++)
     if (p[s].recv != acc) memcpy(p[s].recv, acc, bytes);
@@ -58,18 +69,19 @@ static void run_allgather(struct group *g) {
       int64_t at = (int64_t)g->first_of_proc[g->pos] * p[0].count;
       struct mpic_carry carry = mpic_carry_place(&c, out + (size_t)g->first_of_proc[g->pos] * block, at,
                                                  (int64_t)g->m * p[0].count, out, (int64_t)g->n * p[0].count);
-      struct mpic_allgather_args a = {MPIABI_IN_PLACE, 0, p[0].type, out, p[0].count * g->m, p[0].type, g->pc};
-      int node = mpic_node_takes(g->record, MPIC_NODE_PATH_COLLECTIVES_ALL_GATHER, p[0].type,
-                                 (int64_t)p[0].count * g->n);
-      mpic_dispatch(g->record, &c, &carry, "MPI_Allgather", node ? mpic_node_call_allgather : mpic_call_allgather,
-                    &a);
+      struct mpic_allgather_args a = {MPIABI_IN_PLACE, 0, p[0].type, out,
+                                      int_count(g, (int64_t)p[0].count * g->m, "an all-gather"), p[0].type, g->pc};
+      mpic_dispatch(g->record, &c, &carry, "MPI_Allgather", mpic_call_allgather, &a);
     }
   } else {
     char *tmp = mpic_device_scratch(g, block * (size_t)g->n);
     int *counts = malloc(sizeof(int) * (size_t)g->q), *displs = malloc(sizeof(int) * (size_t)g->q);
     if (!counts || !displs) mpic_fatal("rank %d: out of memory in an all-gather over device group %d",
                                        mpic_device_world_rank(), g->color);
-    for (int x = 0; x < g->q; x++) counts[x] = g->count_of_proc[x] * p[0].count, displs[x] = g->first_of_proc[x] * p[0].count;
+    for (int x = 0; x < g->q; x++) {
+      counts[x] = int_count(g, (int64_t)g->count_of_proc[x] * p[0].count, "an all-gather");
+      displs[x] = int_count(g, (int64_t)g->first_of_proc[x] * p[0].count, "an all-gather");
+    }
     for (int s = 0; s < g->m; s++) memcpy(tmp + (size_t)(g->first_of_proc[g->pos] + s) * block, p[s].send, block);
     struct mpic_call c = {MPIC_ALL_GATHER, p[0].count, p[0].type, MPIABI_OP_NULL};
     struct mpic_carry carry = mpic_carry_place(&c, tmp + (size_t)g->first_of_proc[g->pos] * block,
@@ -89,7 +101,7 @@ static void run_allgather(struct group *g) {
 static void run_reduce_scatter(struct group *g) {
   struct post *p = g->posts;
   size_t esize = mpic_device_type_size(p[0].type), block = (size_t)p[0].count * esize, total = block * (size_t)g->n;
-  int n_elems = p[0].count * g->n;
+  int n_elems = int_count(g, (int64_t)p[0].count * g->n, "a reduce-scatter");
   char *acc = mpic_device_scratch(g, 2 * total);
   memcpy(acc, p[0].send, total);
   for (int s = 1; s < g->m; s++) {
@@ -111,14 +123,13 @@ static void run_reduce_scatter(struct group *g) {
   int *counts = malloc(sizeof(int) * (size_t)g->q);
   if (!counts) mpic_fatal("rank %d: out of memory in a reduce-scatter over device group %d", mpic_device_world_rank(),
                           g->color);
-  for (int x = 0; x < g->q; x++) counts[x] = g->count_of_proc[x] * p[0].count;
+  for (int x = 0; x < g->q; x++)
+    counts[x] = int_count(g, (int64_t)g->count_of_proc[x] * p[0].count, "a reduce-scatter");
   struct mpic_call c = {MPIC_REDUCE_SCATTER, n_elems, p[0].type, p[0].op};
   struct mpic_carry carry = mpic_carry_reduce(&c, in, n_elems, out, (int64_t)g->first_of_proc[g->pos] * p[0].count,
                                               counts[g->pos]);
   struct mpic_reduce_scatter_args a = {in, out, counts, p[0].type, p[0].op, g->pc};
-  int node = mpic_node_takes(g->record, MPIC_NODE_PATH_COLLECTIVES_REDUCE_SCATTER, p[0].type, n_elems);
-  mpic_dispatch(g->record, &c, &carry, "MPI_Reduce_scatter",
-                node ? mpic_node_call_reduce_scatter : mpic_call_reduce_scatter, &a);
+  mpic_dispatch(g->record, &c, &carry, "MPI_Reduce_scatter", mpic_call_reduce_scatter, &a);
   free(counts);
   for (int s = 0; s < g->m; s++) memcpy(p[s].recv, out + (size_t)s * block, block);
 }

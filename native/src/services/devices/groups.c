@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include "comm_record.h"
-#include "node.h"
 #include "end_job.h"
 #include "groups.h"
 #include "internal.h"
@@ -49,7 +48,7 @@ static void give_process_comm(const struct mpic_planned *p, MPIABI_Comm pc, int 
                               struct mpic_device_arrival **batch, int nb, int me) {
   int rank = -1;
   mpic_next_Comm_rank(pc, &rank);
-  mpic_node_attach(mpic_record_add(pc, id));
+  mpic_record_add(pc, id);
   for (int b = 0; b < nb; b++)
     if (batch[b]->color == p->color) {
       if (rank != batch[b]->key)
@@ -80,7 +79,6 @@ void mpic_device_group_give(const struct mpic_planned *p, const int *entries, MP
       mpic_fatal("rank %d: the process communicator for device group %d gave rank %d where %d was expected", me,
                  g->color, rank, g->pos);
     g->record = mpic_record_add(g->pc, id);
-    mpic_node_attach(g->record);
   }
   pthread_mutex_init(&g->mu, NULL);
   pthread_cond_init(&g->cv, NULL);

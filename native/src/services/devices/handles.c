@@ -101,7 +101,7 @@ int mpic_device_comm_free(MPIABI_Comm *comm) {
   free(g->scratch);
   g->scratch = NULL, g->scratch_size = 0;
   if (g->pc == MPIABI_COMM_NULL) return 0;
-  mpic_node_detach(g->record);
+  mpic_node_forget(g->record);
   g->record = NULL;
   return mpic_record_free(&g->pc);
 }

@@ -33,6 +33,11 @@ static void *exit_later(void *unused) {
   _exit(1);
 }
 
+void mpic_hold_if_ending(void) {
+  if (__atomic_load_n(&ending, __ATOMIC_ACQUIRE))
+    for (;;) pause();
+}
+
 void mpic_end_job_line(const char *line) {
   if (__atomic_exchange_n(&ending, 1, __ATOMIC_SEQ_CST)) {
     for (;;) pause(); /* another thread is ending the job: its line is the one */

@@ -9,4 +9,9 @@ __attribute__((noreturn)) void mpic_end_job_line(const char *line);
 /* The same, for "mpi-collectives: error: " and the formatted text. */
 __attribute__((noreturn)) void mpic_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Where another thread is ending the job, this one waits for the end instead of going on: a
+ * collective that completed beside a failure (two threads on one communicator, one of them
+ * stopped) hands back no result. */
+void mpic_hold_if_ending(void);
+
 #endif

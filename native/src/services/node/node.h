@@ -1,65 +1,47 @@
-/* The node's own data path (node.c): for a communicator XLA created whose
- * ranks all share one node, a shared-memory window of MPI's (MPI_Comm_split_type
- * MPI_COMM_TYPE_SHARED, MPI_Win_allocate_shared: standard MPI-3, on every
- * family the wrapper loads) through which large all-reduces, all-gathers,
- * reduce-scatters and all-to-alls move, at the speed of the node's memory
- * instead of the library's own shared-memory protocol (MPICH and Open MPI are 3-4x off that floor on a 16-core node).
+/* The node's own data path (node/): for a communicator XLA created whose
+ * ranks share a node, large collectives move through a shared-memory window
+ * of MPI's (MPI_Comm_split_type MPI_COMM_TYPE_SHARED, MPI_Win_allocate_shared:
+ * standard MPI-3, on every family the wrapper loads), at the speed of the
+ * node's memory instead of the library's own shared-memory protocol (MPICH
+ * and Open MPI are 3-4x off that floor on a 16-core node).
  *
- * Attached by the services that record a communicator (xla_policy.c,
- * devices/groups.c) right after its creation, which every member makes at
- * the same point; detached before it is freed (entry/xla_calls.c,
- * devices/handles.c) and at MPI_Finalize (entry/lifecycle.c). Its collectives
- * are calls the dispatcher makes (dispatch.h) after the agreement check, so
- * the check, the flight record, the stall report and a failure's sentence
- * cover a rank waiting in it as they cover one waiting in the library. */
+ * The one caller is the dispatcher (dispatch.c), after the agreement check,
+ * so the check, the flight record, the stall report and a failure's sentence
+ * cover a rank waiting here as they cover one waiting in the library. The
+ * folder, as Open MPI's coll/xhc is laid out:
+ *   policy.c        whether the path takes a call (the one place that decides)
+ *   window.c        a communicator's window: made at the first call taken,
+ *                   room checked, freed at MPI_Finalize in one order
+ *   across.c        a communicator over several nodes: the composed all-reduce
+ *   turns.c         the chunks' turns, stamps and fences: the only file that
+ *                   knows the memory model
+ *   allreduce.c, gather.c, reduce_scatter.c, exchange.c: one per collective */
 #ifndef MPI_COLLECTIVES_NODE_H
 #define MPI_COLLECTIVES_NODE_H
 
-#include <stddef.h>
 #include "comm_record.h"
-#include "common.h"
-#include "settings.h" /* MPIC_NODE_PATH_COLLECTIVES_*: which collective mpic_node_takes asks about */
+#include "library_calls.h"
 
-/* Each rank's share of a communicator's window: two halves of CHUNK bytes,
- * used in turn by the collectives, and a slot of CHUNK bytes for the
- * exchanges of an all-to-all (node.c). */
-#define MPIC_NODE_CHUNK (512 * 1024)
-#define MPIC_NODE_SHARE (3 * MPIC_NODE_CHUNK)
+/* Whether the path takes `call` (one of library_calls.h's) with args on r:
+ * the settings, the datatype and operation (predefined, contiguous,
+ * commutative), the size. The first call it takes on r makes r's window,
+ * collectively over r's members (every member is at the same call: the
+ * dispatcher asks after the agreement check); where the window cannot be had
+ * r keeps the library's for good, with one line. */
+int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *args);
+/* The call through r's window (mpic_node_takes said yes): returns 0, or the
+ * library's error code from the one library call the path may make (the
+ * all-reduce between nodes); anything else ends the job. */
+int mpic_node_run(struct mpic_record *r, mpic_library_call call, void *args);
 
-/* A new communicator's window, when MPI_COLLECTIVES_NODE_PATH=1, it has two
- * ranks or more and they all share one node (or, with
- * MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1, each node holds as many of them,
- * two or more: a window per node, for its all-reduces); collective over r's
- * members. */
-void mpic_node_attach(struct mpic_record *r);
-/* Before r's communicator is freed: its window freed (collective). */
-void mpic_node_detach(struct mpic_record *r);
-/* Before MPI_Finalize: every window freed, in the order the communicators
- * were created (the same on every rank), so that none is left to the library. */
+/* r's communicator is about to be freed: r forgets its window, which stays
+ * until mpic_node_finalize. No MPI call: MPI_Win_free synchronises the
+ * window's ranks (MPI-3.1 11.2.5), MPI_Comm_free does not, and XLA frees its
+ * communicators in an order of its own on each rank (jax 0.4's hash-map
+ * order), so a free that waited could hang. */
+void mpic_node_forget(struct mpic_record *r);
+/* Before MPI_Finalize: every window freed, in the one order every rank
+ * agreed when they were made, so that none is left to the library. */
 void mpic_node_finalize(void);
-
-/* Whether the node path takes a collective of `count` elements of `type` on
- * r: `collective` is its MPIC_NODE_PATH_COLLECTIVES_* bit
- * (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES names those it takes), count the
- * all-reduce's buffer, the all-gather's result, the reduce-scatter's or
- * all-to-all's input. */
-int mpic_node_takes(const struct mpic_record *r, int collective, MPIABI_Datatype type, int64_t count);
-/* The collectives through the window, for mpic_dispatch's `call`: args is
- * the struct of dispatch.h for each, on a communicator with a window. Each
- * falls back to the library's own call where the window cannot take it
- * (MPI_IN_PLACE in a reduce-scatter, an all-gather of mixed types, an
- * element larger than a rank's piece of a chunk). */
-int mpic_node_call_allreduce(void *args);
-int mpic_node_call_allgather(void *args);
-int mpic_node_call_reduce_scatter(void *args);
-
-/* XLA's all-to-all, one MPI_Sendrecv with each peer (arrivals.c): whether
- * the window takes this exchange (the same count and type both ways, two
- * other ranks of r, the all-to-all's bytes within the path's limits), and
- * the exchange through it, with `status` filled as the library's would be. */
-int mpic_node_takes_sendrecv(const struct mpic_record *r, int sendcount, MPIABI_Datatype sendtype, int dest,
-                             int recvcount, MPIABI_Datatype recvtype, int source);
-int mpic_node_sendrecv(struct mpic_record *r, const void *sendbuf, int count, MPIABI_Datatype type, int dest,
-                       void *recvbuf, int source, int recvtag, MPIABI_Status *status);
 
 #endif

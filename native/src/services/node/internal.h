@@ -1,0 +1,87 @@
+/* What the node path's files share (node.h says which file holds what). */
+#ifndef MPI_COLLECTIVES_NODE_INTERNAL_H
+#define MPI_COLLECTIVES_NODE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "comm_record.h"
+#include "library_calls.h"
+
+/* Each rank's share of a window: a page of stamps (turns.c), two halves of
+ * MPIC_NODE_CHUNK bytes used in turn by the collectives' chunks, then a slot
+ * of MPIC_NODE_CHUNK for the exchanges of an all-to-all (exchange.c), kept
+ * apart because an exchange involves two ranks only, while a rank may still
+ * be reading the halves of the communicator's last collective. */
+#define MPIC_NODE_CHUNK (512 * 1024)
+#define MPIC_NODE_STAMPS 4096
+#define MPIC_NODE_SHARE (MPIC_NODE_STAMPS + 3 * MPIC_NODE_CHUNK)
+#define MPIC_NODE_SLOT (MPIC_NODE_STAMPS + 2 * MPIC_NODE_CHUNK)
+
+/* A window: one per communicator that the path took a call on. */
+struct mpic_node {
+  MPIABI_Comm shm;    /* the record's members on this node, in the communicator's order */
+  MPIABI_Comm across; /* across nodes, the ranks whose place on their node is this rank's (MPI_COMM_NULL
+                       * where the communicator is on one node, shm then its very members) */
+  MPIABI_Win win;
+  int size, rank;     /* in shm */
+  int *world;         /* size: each shm rank's rank in MPI_COMM_WORLD, for the sentences */
+  char **shares;      /* size: each rank's MPIC_NODE_SHARE bytes */
+  int record_id;      /* the communicator's id, for the sentences */
+  unsigned long turn; /* chunks so far: which half is next (turns.c) */
+  /* the call running now, which every chunk's stamp names (turns.c) */
+  uint64_t calls;
+  int kind;
+  int64_t count;
+  uint64_t shape;        /* a reduce-scatter's parts, hashed: ranks may agree on the total alone */
+  int busy;              /* a caller is inside (turns.c: one at a time) */
+  struct mpic_record *record; /* whose window this is; NULL once the communicator is freed */
+  int64_t order;         /* agreed by the window's ranks when it was made: the order of mpic_node_finalize */
+  struct mpic_node *next; /* every window, live or forgotten, for mpic_node_finalize */
+};
+
+/* window.c: r's window made, or r left to the library for good (both
+ * agreed over r's members); returns r->node or NULL. */
+struct mpic_node *mpic_node_attach(struct mpic_record *r);
+
+/* across.c: for a communicator that spans nodes, the communicator of the
+ * ranks at this rank's place on the other nodes, where every node holds as
+ * many ranks, two or more; else MPI_COMM_NULL (agreed over r's members). */
+MPIABI_Comm mpic_node_across(const struct mpic_record *r, int shm_size, int shm_rank);
+int mpic_node_composed_allreduce(struct mpic_node *n, struct mpic_allreduce_args *a, int esize);
+
+/* turns.c: one caller at a time; a call's chunks, each stamped with the
+ * call, and published to the other ranks (fences and a barrier). */
+void mpic_turns_enter(struct mpic_node *n, int kind, int64_t count, uint64_t shape);
+void mpic_turns_leave(struct mpic_node *n);
+/* The next chunk (index `chunk` of the call): the half of every share it
+ * uses, this rank's stamp written into it. */
+size_t mpic_turn_begin(struct mpic_node *n, int64_t chunk);
+/* Every rank's writes to this chunk's half seen by every rank, and every
+ * rank's stamp checked to name the same call and chunk (a difference ends
+ * the job naming both). */
+void mpic_turn_publish(struct mpic_node *n, size_t half);
+/* A barrier with the fences, and no stamp: the all-reduce's second in a chunk. */
+void mpic_turn_sync(struct mpic_node *n);
+/* Fences alone, around a synchronisation the caller makes (exchange.c's messages). */
+void mpic_turn_fence(struct mpic_node *n);
+/* MPI_Reduce_local on count elements; the library's arithmetic. */
+void mpic_node_reduce_local(const void *in, void *inout, int64_t count, MPIABI_Datatype type, MPIABI_Op op);
+/* Where each of P parts begins (at[q]) and how long it is (at[P + q]), calloc'd. */
+int64_t *mpic_node_parts(int64_t P, const char *what);
+
+/* gather.c and reduce_scatter.c: the loops the composed all-reduce shares. */
+void mpic_node_gather_parts(struct mpic_node *n, const char *in, char *out, const int64_t *at, const int64_t *counts,
+                            int esize, int in_place);
+void mpic_node_reduce_parts(struct mpic_node *n, const char *in, char *out, const int64_t *at, const int64_t *counts,
+                            MPIABI_Datatype type, MPIABI_Op op, int esize);
+
+/* One per collective, for mpic_node_run. */
+int mpic_node_allreduce(struct mpic_node *n, struct mpic_allreduce_args *a, int esize);
+int mpic_node_allgather(struct mpic_node *n, struct mpic_allgather_args *a, int esize);
+int mpic_node_reduce_scatter(struct mpic_node *n, struct mpic_reduce_scatter_args *a, int esize);
+int mpic_node_exchange(struct mpic_node *n, struct mpic_sendrecv_args *a, int esize);
+
+/* The library's words for an error code, on one line. */
+void mpic_node_words(int code, char *out, int len);
+
+#endif

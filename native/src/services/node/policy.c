@@ -1,0 +1,131 @@
+/* Whether the path takes a call (node.h): the one place that decides, asked
+ * once per call by the dispatcher after the agreement check; and the call
+ * run through the window with one caller at a time. */
+#include <string.h>
+#include "internal.h"
+#include "log.h"
+#include "node.h"
+#include "settings.h"
+#include "signature.h"
+
+/* Intel MPI's own shared-memory all-reduce is within 1.2-1.5x of the copy
+ * floor on a 16-core node (issue 55's measurements), and on a 2-core VM it
+ * was faster than this path at 1 MiB and from 64 MiB: MPI_COLLECTIVES_NODE_PATH=2
+ * (the default) leaves it its own. */
+static int library_is_intel(void) {
+  static int known = -1;
+  if (known < 0) {
+    char text[8192] = "";
+    int len = 0;
+    known = mpic_next_Get_library_version(text, &len) == 0 && strstr(text, "Intel(R) MPI") != NULL;
+  }
+  return known;
+}
+
+/* A call as the path measures it: its collective's bit in
+ * MPI_COLLECTIVES_NODE_PATH_COLLECTIVES, its kind (signature.h), its
+ * datatype and operation, its count (the all-reduce's buffer, the
+ * all-gather's result, the reduce-scatter's or all-to-all's input), and the
+ * shape of a reduce-scatter's parts. */
+struct measure {
+  int collective, kind;
+  MPIABI_Datatype type;
+  MPIABI_Op op;
+  int64_t count;
+  uint64_t shape;
+};
+
+/* 0 where the call is not one the path has a loop for: an all-gather of mixed
+ * types or counts, a reduce-scatter in place, an exchange with itself or
+ * MPI_PROC_NULL, or of mixed types or counts. */
+static int measure_of(const struct mpic_record *r, mpic_library_call call, const void *args, struct measure *m) {
+  if (call == mpic_call_allreduce) {
+    const struct mpic_allreduce_args *a = args;
+    *m = (struct measure){MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE, MPIC_ALL_REDUCE, a->type, a->op, a->count, 0};
+    return 1;
+  }
+  if (call == mpic_call_allgather) {
+    const struct mpic_allgather_args *a = args;
+    if (a->send != MPIABI_IN_PLACE && (a->sendtype != a->recvtype || a->sendcount != a->recvcount)) return 0;
+    *m = (struct measure){MPIC_NODE_PATH_COLLECTIVES_ALL_GATHER, MPIC_ALL_GATHER, a->recvtype, MPIABI_OP_NULL,
+                          (int64_t)a->recvcount * r->size, 0};
+    return 1;
+  }
+  if (call == mpic_call_reduce_scatter) {
+    const struct mpic_reduce_scatter_args *a = args;
+    if (a->send == MPIABI_IN_PLACE) return 0;
+    int64_t total = 0;
+    uint64_t shape = 1469598103934665603ull; /* FNV-1a over the parts */
+    for (int q = 0; q < r->size; q++) {
+      total += a->counts[q];
+      shape = (shape ^ (uint64_t)(uint32_t)a->counts[q]) * 1099511628211ull;
+    }
+    *m = (struct measure){MPIC_NODE_PATH_COLLECTIVES_REDUCE_SCATTER, MPIC_REDUCE_SCATTER, a->type, a->op, total, shape};
+    return 1;
+  }
+  if (call == mpic_call_sendrecv) {
+    const struct mpic_sendrecv_args *a = args;
+    if (a->sendcount != a->recvcount || a->sendtype != a->recvtype || a->sendcount <= 0) return 0;
+    if (a->dest < 0 || a->dest >= r->size || a->source < 0 || a->source >= r->size || a->dest == r->rank ||
+        a->source == r->rank)
+      return 0;
+    /* the all-to-all's whole buffer, as the other collectives count theirs */
+    *m = (struct measure){MPIC_NODE_PATH_COLLECTIVES_ALL_TO_ALL, MPIC_ALL_TO_ALL, a->sendtype, MPIABI_OP_NULL,
+                          (int64_t)a->sendcount * r->size, 0};
+    return 1;
+  }
+  return 0;
+}
+
+/* The element's size where the path computes the call right, else 0: a
+ * datatype of signature.c's table (predefined and contiguous: every copy
+ * here is count * size bytes) and, for a reduction, an operation of its
+ * table (predefined and commutative: each slice is reduced in an order of
+ * its own). Anything else (a user's datatype or operation, MPI_MAXLOC) is
+ * the library's. */
+static int computes_right(const struct measure *m) {
+  if (!mpic_type_name(m->type)) return 0;
+  if (m->op != MPIABI_OP_NULL && !mpic_op_name(m->op)) return 0;
+  int esize = 0;
+  if (mpic_next_Type_size(m->type, &esize) != 0 || esize <= 0) return 0;
+  return esize;
+}
+
+int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *args) {
+  /* the cheap questions first: most calls stop at them */
+  if (!mpic_settings.node_path || r->size < 2 ||
+      __atomic_load_n(&r->node_state, __ATOMIC_ACQUIRE) == MPIC_NODE_LIBRARY)
+    return 0;
+  struct measure m;
+  if (!measure_of(r, call, args, &m) || !(mpic_settings.node_path_collectives & m.collective) || m.count <= 0) return 0;
+  int esize = computes_right(&m);
+  if (!esize || esize > MPIC_NODE_CHUNK / r->size) return 0; /* a reduce-scatter's piece holds an element */
+  int64_t bytes = (int64_t)esize * m.count;
+  if (bytes < mpic_settings.node_path_min || (mpic_settings.node_path_max && bytes > mpic_settings.node_path_max))
+    return 0;
+  if (mpic_settings.node_path == 2 && library_is_intel()) {
+    if (__atomic_exchange_n(&r->node_state, MPIC_NODE_LIBRARY, __ATOMIC_ACQ_REL) != MPIC_NODE_LIBRARY)
+      mpic_log(2, "communicator %d: Intel MPI's own collectives (MPI_COLLECTIVES_NODE_PATH=1 takes the node path)",
+               r->id);
+    return 0;
+  }
+  /* every member is at this call (after the agreement check): the window is made here, the first time */
+  struct mpic_node *n = r->node ? r->node : mpic_node_attach(r);
+  if (!n) return 0;
+  /* over several nodes, the all-reduce alone is composed */
+  return n->across == MPIABI_COMM_NULL || m.collective == MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE;
+}
+
+int mpic_node_run(struct mpic_record *r, mpic_library_call call, void *args) {
+  struct mpic_node *n = r->node;
+  struct measure m;
+  measure_of(r, call, args, &m);
+  int esize = computes_right(&m), ret = 0;
+  mpic_turns_enter(n, m.kind, m.count, m.shape);
+  if (call == mpic_call_allreduce) ret = mpic_node_allreduce(n, args, esize);
+  else if (call == mpic_call_allgather) ret = mpic_node_allgather(n, args, esize);
+  else if (call == mpic_call_reduce_scatter) ret = mpic_node_reduce_scatter(n, args, esize);
+  else ret = mpic_node_exchange(n, args, esize);
+  mpic_turns_leave(n);
+  return ret;
+}

@@ -1,0 +1,93 @@
+"""The node path keeps the promises the library keeps (issue 60), where JAX cannot reach:
+tests/programs/node_path_harness.c calls the wrapper's MPIABI_* exports as MPItrampoline does,
+on communicators split as XLA splits them, with the path on for every size. Each scenario passed
+with MPI_COLLECTIVES_NODE_PATH=0 before the path kept it; each is run here with the path on:
+- communicators freed in different orders on different ranks (jax 0.4's XLA): the job ends;
+- an erroneous call with the checks off, then a correct one: the job stops at the first, and
+  the second never returns a wrong sum;
+- a non-commutative operation and a strided datatype: MPI's order and layout, exactly;
+- two threads on one communicator (erroneous in MPI): the job stops with one sentence;
+- eight communicators in a small /dev/shm: exact, with the "no room" line, never SIGBUS."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ONCE, PROGRAMS, ROOT, explain, mpiexec_path, mpirun, run, wrapper_path
+
+# The path on with every library (Intel MPI's default is its own), for every size, verbose enough
+# to show a window was made.
+ON = {"MPI_COLLECTIVES_NODE_PATH": "1", "MPI_COLLECTIVES_NODE_PATH_MIN": "0", "MPI_COLLECTIVES_VERBOSE": "2"}
+WINDOW = "through a shared window"
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    """The harness as a shared library, run inside Python by conformance_runner.py (which says why)."""
+    lib = str(tmp_path_factory.mktemp("node_path") / "harness.so")
+    cmd = ["cc", "-O1", "-Wall", "-shared", "-fPIC", "-Dmain=conformance_main", "-I", "native/generated", "-o", lib,
+           "tests/programs/node_path_harness.c", "-ldl", "-lpthread"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, "compiling the harness: " + " ".join(cmd) + "\n" + explain(proc)
+    return [sys.executable, os.path.join(PROGRAMS, "conformance_runner.py"), lib, wrapper_path()]
+
+
+def results(proc, scenario):
+    return re.findall(rf"RESULT {scenario} rank (\d+): (exact|WRONG)", proc.stdout)
+
+
+def test_communicators_freed_in_different_orders_end(harness):
+    """Rank 0 frees its two windowed communicators in one order, the others in the other, then
+    MPI_Finalize. A free that waited for the window's ranks (MPI_Win_free) hung here."""
+    proc = mpirun(3, [*harness, "free-order"], env=ON, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.count("DONE rank") == 3, explain(proc)
+    assert sorted(results(proc, "free-order")) == [(str(r), "exact") for r in range(3)], explain(proc)
+    assert proc.stderr.count(WINDOW) >= 6, explain(proc)  # both communicators took the path, on every rank
+
+
+def test_a_mismatched_call_with_the_checks_off_stops_the_job_and_no_later_call_is_wrong(harness):
+    proc = mpirun(2, [*harness, "mismatch"], env={**ON, "MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"}, timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    assert "WRONG" not in proc.stdout and "exact" not in proc.stdout, explain(proc)  # no result at all
+    lines = [line for line in proc.stderr.splitlines() if "the ranks called different collectives" in line]
+    assert lines and re.search(r"all-reduce #1 of (393216|262144) elements met rank \d+'s all-reduce #1 of "
+                               r"(262144|393216) elements", lines[0]), explain(proc)
+    assert "No result was returned" in lines[0] and "Fix:" in lines[0], explain(proc)
+
+
+def test_a_users_operation_and_a_strided_datatype_keep_mpis_order_and_layout(harness):
+    proc = mpirun(3, [*harness, "user-types"], env=ON, timeout=120)
+    assert proc.returncode == 0, explain(proc)
+    assert sorted(results(proc, "user-types")) == sorted([(str(r), "exact") for r in range(3)] * 2), explain(proc)
+
+
+def test_two_threads_on_one_communicator_stop_the_job_or_are_exact(harness):
+    """Erroneous in MPI (collectives on one communicator from two threads at once: the library too
+    may pair one rank's first thread with another's second, and return wrong sums), and the path
+    shares its halves between them: the job stops with the sentence the devices' path uses, or,
+    where the threads happened never to overlap, every sum is exact. A wrong sum (threads paired
+    across ranks before a second one entered) may reach the program only in a job that stops."""
+    proc = mpirun(2, [*harness, "threads"], env={**ON, "MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"}, timeout=120)
+    if proc.returncode != 0:
+        assert "dispatched from two threads at once" in proc.stderr, explain(proc)
+        assert "Fix: dispatch collectives from one thread" in proc.stderr, explain(proc)
+    else:
+        assert sorted(results(proc, "threads")) == sorted([(str(r), "exact") for r in range(2)] * 2), explain(proc)
+
+
+@pytest.mark.skipif(not ONCE or os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="once (the mpich configuration), as root (a mount namespace with a small /dev/shm)")
+def test_many_communicators_in_a_small_dev_shm_are_exact_and_never_crash(harness):
+    """8 MiB of /dev/shm, eight communicators of 3 ranks, a 1 MiB all-reduce on each: each window
+    (4.5 MiB once touched) is made at its first all-reduce and its pages touched then, so the room
+    the later ones see is the room left; those that do not fit say so and use the library's."""
+    proc = run(["env", *[f"{k}={v}" for k, v in ON.items()], "unshare", "-m", "sh", "-c",
+                'mount -t tmpfs -o size=8m tmpfs /dev/shm && exec "$@"', "sh", mpiexec_path(), "-n", "3", *harness,
+                "many"], timeout=180)
+    assert proc.returncode == 0, explain(proc)
+    assert sorted(results(proc, "many")) == [(str(r), "exact") for r in range(3)], explain(proc)
+    assert "no room for the node path" in proc.stderr, explain(proc)
+    assert "Bus error" not in proc.stderr and "SIGBUS" not in proc.stderr, explain(proc)

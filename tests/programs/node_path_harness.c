@@ -1,0 +1,253 @@
+/*
+ * The node path's promises where JAX cannot reach them (issue 60), through
+ * the wrapper's MPIABI_* exports as MPItrampoline calls them (dlopen with
+ * RTLD_DEEPBIND, everything through dlsym; no MPI header), on communicators
+ * made by MPIABI_Comm_split as XLA makes them (key = rank, so the wrapper
+ * records them and its node path may take their collectives):
+ *
+ *     node_path_harness.so WRAPPER.so SCENARIO   (run by conformance_runner.py)
+ *
+ * Scenarios (each prints "RESULT <scenario> rank R: exact|WRONG ..." lines):
+ *   free-order  two communicators over the same ranks, a large all-reduce on
+ *               each (a window each), freed in opposite orders on rank 0 and
+ *               the others, then MPI_Finalize: must end, not hang (jax 0.4's
+ *               XLA frees in an order of its own on each rank).
+ *   mismatch    with the checks off, rank 0 all-reduces 393,216 floats where
+ *               the others all-reduce 262,144 (an erroneous program), then
+ *               every rank runs the same correct all-reduce: the job must stop
+ *               at the first, never return a wrong sum from the second.
+ *   user-types  a non-commutative operation of the program's on a derived
+ *               type, and a strided datatype with a sum of the program's, each large enough
+ *               for the path: MPI's order and layout exactly.
+ *   threads     two threads all-reduce on one communicator at once: the job
+ *               stops with one sentence, or every sum is exact.
+ *   many        eight communicators, a 1 MiB all-reduce on each: exact, in
+ *               whatever room /dev/shm has (the test mounts a small one).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpiabi.h"
+
+#define FUNCTIONS(X)                                                                                    \
+  X(Init_thread) X(Finalize) X(Comm_rank) X(Comm_size) X(Comm_split) X(Comm_free) X(Allreduce)          \
+  X(Type_contiguous) X(Type_vector) X(Type_commit) X(Type_free) X(Op_create) X(Op_free) X(Barrier)
+#define CONSTANTS(X)                                                                                    \
+  X(COMM_WORLD) X(FLOAT) X(DOUBLE) X(SUM) X(THREAD_MULTIPLE)
+
+static struct {
+#define DECLARE_FUNCTION(name) __typeof__(MPIABI_##name) *name;
+  FUNCTIONS(DECLARE_FUNCTION)
+#define DECLARE_CONSTANT(name) __typeof__((void)0, MPIABI_##name) name;
+  CONSTANTS(DECLARE_CONSTANT)
+} mpi;
+
+static void *must(void *handle, const char *name) {
+  void *p = dlsym(handle, name);
+  if (!p) {
+    printf("FAIL load: %s\n", name);
+    exit(2);
+  }
+  return p;
+}
+
+static int rank, size;
+
+static void result(const char *scenario, int exact, const char *detail) {
+  printf("RESULT %s rank %d: %s%s%s\n", scenario, rank, exact ? "exact" : "WRONG", detail ? " " : "",
+         detail ? detail : "");
+  fflush(stdout);
+}
+
+static MPIABI_Comm split(void) {
+  MPIABI_Comm c;
+  if (mpi.Comm_split(mpi.COMM_WORLD, 0, rank, &c) != 0) {
+    printf("FAIL split\n");
+    exit(2);
+  }
+  return c;
+}
+
+/* Every rank's n floats, rank-dependent small integers: every order of the sum gives the same bits. */
+static float value(int r, long i) { return (float)((i * 7 + 3 * r) % 11); }
+
+static int allreduce_exact(MPIABI_Comm c, long n, int tag) {
+  float *x = calloc((size_t)n, sizeof(float)), *y = calloc((size_t)n, sizeof(float));
+  if (!x || !y) exit(2);
+  for (long i = 0; i < n; i++) x[i] = value(rank + tag, i);
+  mpi.Allreduce(x, y, (int)n, mpi.FLOAT, mpi.SUM, c);
+  int ok = 1;
+  for (long i = 0; i < n && ok; i++) {
+    float want = 0;
+    for (int r = 0; r < size; r++) want += value(r + tag, i);
+    ok = y[i] == want;
+  }
+  free(x);
+  free(y);
+  return ok;
+}
+
+static void free_order(void) {
+  MPIABI_Comm a = split(), b = split();
+  int ok = allreduce_exact(a, 262144, 0) && allreduce_exact(b, 262144, 1);
+  if (rank == 0) {
+    mpi.Comm_free(&a);
+    mpi.Comm_free(&b);
+  } else {
+    mpi.Comm_free(&b);
+    mpi.Comm_free(&a);
+  }
+  result("free-order", ok, "freed");
+}
+
+static void mismatch(void) {
+  MPIABI_Comm c = split();
+  long n = rank == 0 ? 393216 : 262144;
+  float *x = calloc((size_t)n, sizeof(float)), *y = calloc((size_t)n, sizeof(float));
+  mpi.Allreduce(x, y, (int)n, mpi.FLOAT, mpi.SUM, c); /* erroneous: the counts differ */
+  printf("RESULT mismatch rank %d: the erroneous call returned\n", rank);
+  fflush(stdout);
+  result("mismatch", allreduce_exact(c, 262144, 5), "(the correct call after it)");
+  free(x);
+  free(y);
+}
+
+/* x -> a x + b, composed: (f op g)(x) = f(g(x)), associative and not commutative; small integers keep
+ * every product exact. */
+static void compose(void *in, void *inout, int *len, MPIABI_Datatype *type) {
+  (void)type;
+  double *f = in, *g = inout;
+  for (int i = 0; i < *len; i++) {
+    double a = f[2 * i] * g[2 * i], b = f[2 * i] * g[2 * i + 1] + f[2 * i + 1];
+    g[2 * i] = a, g[2 * i + 1] = b;
+  }
+}
+
+/* A sum over the strided datatype's two floats (element i at 3 * i floats: its blocks at 0 and 2). */
+static void strided_sum(void *in, void *inout, int *len, MPIABI_Datatype *type) {
+  (void)type;
+  float *a = in, *b = inout;
+  for (int i = 0; i < *len; i++) b[3 * i] += a[3 * i], b[3 * i + 2] += a[3 * i + 2];
+}
+
+static void affine(int r, long i, double *out) {
+  out[0] = (double)(1 + (r + i) % 2);
+  out[1] = (double)((r * 3 + i) % 5);
+}
+
+static void user_types(void) {
+  MPIABI_Comm c = split();
+  /* a non-commutative operation on pairs of doubles, 40,000 pairs (625 KiB) */
+  long n = 40000;
+  MPIABI_Datatype pair;
+  MPIABI_Op op;
+  mpi.Type_contiguous(2, mpi.DOUBLE, &pair);
+  mpi.Type_commit(&pair);
+  mpi.Op_create(compose, 0, &op);
+  double *x = malloc(sizeof(double) * 2 * (size_t)n), *y = malloc(sizeof(double) * 2 * (size_t)n);
+  for (long i = 0; i < n; i++) affine(rank, i, x + 2 * i);
+  mpi.Allreduce(x, y, (int)n, pair, op, c);
+  int ok = 1;
+  for (long i = 0; i < n && ok; i++) {
+    double want[2], f[2];
+    affine(size - 1, i, want);
+    for (int r = size - 2; r >= 0; r--) { /* MPI's order: s0 op (s1 op (... op s(P-1))) */
+      int one = 1;
+      affine(r, i, f);
+      compose(f, want, &one, NULL);
+    }
+    ok = y[2 * i] == want[0] && y[2 * i + 1] == want[1];
+  }
+  result("user-types", ok, "(a non-commutative operation of the program's)");
+  mpi.Op_free(&op);
+  mpi.Type_free(&pair);
+  free(x);
+  free(y);
+  /* a strided datatype (two floats with a hole between: 8 bytes of data in a 12-byte extent) and a
+   * commutative sum of the program's (MPICH defines its own MPI_SUM on basic types only): 65,536
+   * elements, 512 KiB of data; the holes left alone */
+  long m = 65536;
+  MPIABI_Datatype strided;
+  mpi.Type_vector(2, 1, 2, mpi.FLOAT, &strided);
+  mpi.Type_commit(&strided);
+  mpi.Op_create(strided_sum, 1, &op);
+  float *u = malloc(sizeof(float) * 3 * (size_t)m), *v = malloc(sizeof(float) * 3 * (size_t)m);
+  for (long i = 0; i < 3 * m; i++) u[i] = value(rank, i), v[i] = -1;
+  mpi.Allreduce(u, v, (int)m, strided, op, c);
+  ok = 1;
+  for (long i = 0; i < 3 * m && ok; i++) {
+    float want = -1;
+    if (i % 3 != 1) {
+      want = 0;
+      for (int r = 0; r < size; r++) want += value(r, i);
+    }
+    ok = v[i] == want;
+  }
+  result("user-types", ok, "(a strided datatype)");
+  mpi.Op_free(&op);
+  mpi.Type_free(&strided);
+  free(u);
+  free(v);
+}
+
+static MPIABI_Comm shared_comm;
+static void *one_thread(void *arg) {
+  int tag = (int)(intptr_t)arg, ok = 1;
+  for (int k = 0; k < 20; k++) ok = ok && allreduce_exact(shared_comm, 524288, tag);
+  result("threads", ok, tag ? "(thread 2)" : "(thread 1)");
+  return NULL;
+}
+
+static void threads(void) {
+  shared_comm = split();
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, one_thread, (void *)(intptr_t)(i * 20));
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+}
+
+static void many(void) {
+  MPIABI_Comm c[8];
+  for (int i = 0; i < 8; i++) c[i] = split();
+  int ok = 1;
+  for (int i = 0; i < 8; i++) ok = ok && allreduce_exact(c[i], 262144, i);
+  result("many", ok, "(eight communicators)");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    printf("usage: node_path_harness WRAPPER.so SCENARIO\n");
+    return 2;
+  }
+  void *w = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (!w) {
+    printf("FAIL load: %s\n", dlerror());
+    return 2;
+  }
+#define LOAD_FUNCTION(name) *(void **)&mpi.name = must(w, "MPIABI_" #name);
+  FUNCTIONS(LOAD_FUNCTION)
+#define LOAD_CONSTANT(name) mpi.name = *(__typeof__(MPIABI_##name) *)must(w, "MPIABI_" #name);
+  CONSTANTS(LOAD_CONSTANT)
+  int provided;
+  mpi.Init_thread(&argc, &argv, mpi.THREAD_MULTIPLE, &provided);
+  mpi.Comm_rank(mpi.COMM_WORLD, &rank);
+  mpi.Comm_size(mpi.COMM_WORLD, &size);
+  const char *s = argv[2];
+  if (!strcmp(s, "free-order")) free_order();
+  else if (!strcmp(s, "mismatch")) mismatch();
+  else if (!strcmp(s, "user-types")) user_types();
+  else if (!strcmp(s, "threads")) threads();
+  else if (!strcmp(s, "many")) many();
+  else {
+    printf("FAIL unknown scenario %s\n", s);
+    return 2;
+  }
+  mpi.Finalize();
+  printf("DONE rank %d\n", rank);
+  fflush(stdout);
+  return 0;
+}
