@@ -94,11 +94,14 @@ def job_wide_choices(rank: int, size: int, level: str) -> str:
     chosen = settings.read()
     variables, line = library_settings.for_this_process(chosen, apply=False)
     implementation = os.environ.get("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "mpi")
-    mine = job_choices.this_rank(chosen, level, implementation, line, environ=dict(os.environ, **variables))
+    # The tuning file's node path too, as initialize() compares it: what the native layer would hold.
+    node_path, _ = library_settings.node_path_for_this_process(chosen, library_settings.users_node_path(chosen))
+    mine = job_choices.this_rank(chosen, level, implementation, line, environ=dict(os.environ, **variables),
+                                 node_path=node_path)
     differ = job_choices.agree(rank, size, mine, float(chosen.timeout))
     if differ:
         return differ
-    shown = ", ".join(f"{k}={v}" for k, v in mine.items() if k != "why")
+    shown = ", ".join(f"{k}={v}" for k, v in mine.items() if k not in job_choices.NOT_COMPARED)
     return f"the same on all {size} ranks: {shown}"
 
 

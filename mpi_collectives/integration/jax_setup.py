@@ -251,8 +251,13 @@ def _start_up(settings, collectives) -> Started:
     # Before the first collective of the job (binding's exchange below, then JAX's): ranks that
     # chose differently would hang in it.
     implementation = collectives or os.environ["JAX_CPU_COLLECTIVES_IMPLEMENTATION"]
-    differ = job_choices.agree(rank, size, job_choices.this_rank(settings, level, implementation, mpi_settings),
-                               float(settings.timeout))
+    # The tuning file's node path before the comparison, which compares the values the native layer
+    # gets below: ranks whose entries differ (nodes of different kinds sharing one file, a file of each
+    # rank's own) would otherwise pass it and wait in different calls at the first collective.
+    node_path, node_path_line = library_settings.node_path_for_this_process(settings, users_node_path)
+    mine = job_choices.this_rank(settings, level, implementation, mpi_settings, node_path=node_path,
+                                 users_node_path=users_node_path)
+    differ = job_choices.agree(rank, size, mine, float(settings.timeout))
     if differ:
         raise InitializeError("mpi-collectives: " + differ)
     # Before JAX creates its backend, whose thread pool takes this thread's CPU set.
@@ -260,11 +265,10 @@ def _start_up(settings, collectives) -> Started:
     placements = layout.gather(size, mpi.allgather)
     bind, source = library_settings.binding_for_this_process(settings)
     tunings.append(tuning.bind_cpus(rank, placements, bind, bind_callers=mpi.bind_callers, source=source))
-    # Before JAX's backend, so before XLA creates any communicator (the native layer attaches its window then).
-    node_path, line = library_settings.node_path_for_this_process(settings, users_node_path)
+    # Before JAX's backend, so before XLA's first collective (the native layer makes a window at the first it takes).
     if node_path:
         mpi.set_node_path(*node_path)
-    tunings.append(line)
+    tunings.append(node_path_line)
     _layout_note(rank, placements, settings.layout_note)
     gpu_ids, line = gpus.decide(rank, size, settings.local_device_ids, mpi.allgather)
     tunings.append(line)

@@ -17,7 +17,10 @@ What is compared (this_rank()): the MPI library and the thread level it
 granted, the MPI library's collective variables in the environment after
 initialize() set its own, JAX's collectives implementation, and the
 wrapper's settings that change what goes on the wire or which calls XLA may
-make (the agreement check, the split check, the answer to MPI_Is_thread_main).
+make (the agreement check, the split check, the answer to MPI_Is_thread_main,
+and the node path's five settings as the native layer will hold them: the
+tuning file's entry where initialize() takes it, else the environment's and
+initialize()'s keywords').
 CPU devices per process are compared right after, in jax_setup. Settings that
 act on one rank alone (binding, freed memory, the stall report, watching the
 peers) may differ: the start-up exchanges they use run on every rank whatever
@@ -56,22 +59,49 @@ _FIX_ENV = ("set {name} to one value for every rank (export it in the job script
 _FIX_TUNING = ("make every node read the same tuning file (MPI_COLLECTIVES_TUNING_FILE on a filesystem every "
                "node shares, and `mpi-collectives tune` for each kind of node the job uses), or set "
                "MPI_COLLECTIVES_MPI_SETTINGS=0 for the library's defaults on every rank")
+# The node path's settings where a rank took them from its tuning file: set alike by you, they take
+# the file's entry out of play (library_settings.users_node_path()).
+_FIX_NODE_PATH_TUNING = ("make every node read the same tuning file (MPI_COLLECTIVES_TUNING_FILE on a filesystem "
+                         "every node shares, and `mpi-collectives tune` for each kind of node the job uses), or take "
+                         "the tuning file's node-path entry out of play on every rank: MPI_COLLECTIVES_NODE_PATH=0 "
+                         "(the MPI library's own collectives), or the node path's variables set by you to the same "
+                         "values for every rank")
 _FIX_INSTALL = ("run every rank with the same MPI installation and the same mpi-collectives settings (one "
                 "module environment, one venv on a shared filesystem)")
 
 
-def this_rank(settings, level: str, collectives: str, settings_line: str = "", environ=os.environ) -> dict:
+def this_rank(settings, level: str, collectives: str, settings_line: str = "", environ=os.environ, *,
+              node_path=None, users_node_path=None) -> dict:
     """This rank's choices, {name: value} in a fixed order: `settings` (base.settings.read()'s),
     the thread level MPI granted, JAX's collectives implementation, and `settings_line`,
     library_settings' line for this rank (why its MPI library variables are what they are),
-    which is said beside a difference and never compared."""
+    which is said beside a difference and never compared. `node_path`: the tuning file's
+    (library_settings.node_path_for_this_process()'s tuple, or None), compared in place of the
+    settings' five; `users_node_path`: library_settings.users_node_path()'s answer, asked of
+    `environ` where None (after initialize() exported its settings every one is in the environment)."""
     out = {"MPI library": mpi.library_name(), "MPI thread level": level,
            "JAX_CPU_COLLECTIVES_IMPLEMENTATION": collectives or UNSET}
     for name, field in WIRE_SETTINGS.items():
         out[name] = str(getattr(settings, field))
+    if node_path:
+        out.update(node_path_values(node_path))
     out.update(library_variables(environ))
     out["why"] = _source(settings_line)
+    if users_node_path is None:
+        users_node_path = library_settings.users_node_path(settings, environ)
+    out[NODE_PATH_SOURCE] = TUNING_FILE if node_path else "set by you" if users_node_path else "the default"
     return out
+
+
+def node_path_values(node_path) -> dict:
+    """node_path_for_this_process()'s (mode, collectives, min, max, across_nodes) as the settings
+    write them, {MPI_COLLECTIVES_NODE_PATH*: value}: the collectives in the settings' order (a
+    tuning file may list them in another), "none" for an entry that names none (the path off)."""
+    from ..base.settings import TABLE
+    mode, collectives, low, high, across = node_path
+    words = collectives.split(",")
+    collectives = ",".join(w for w in TABLE["node_path_collectives"].allowed.words if w in words) or "none"
+    return dict(zip(library_settings.NODE_PATH_VARIABLES, (str(v) for v in (mode, collectives, low, high, across))))
 
 
 def library_variables(environ=os.environ) -> dict:
@@ -147,7 +177,7 @@ def _hosts_text(ranks, hosts) -> str:
 
 def difference(choices: list, hosts: list = ()) -> "str | None":
     """The one line for a job whose ranks (choices[r] is rank r's) chose differently, else None."""
-    names = list(dict.fromkeys(k for c in choices for k in c if k not in _NOT_COMPARED))
+    names = list(dict.fromkeys(k for c in choices for k in c if k not in NOT_COMPARED))
     parts, fixes = [], []
     for name in names:
         groups = collections.OrderedDict()
@@ -155,9 +185,9 @@ def difference(choices: list, hosts: list = ()) -> "str | None":
             groups.setdefault(c.get(name, UNSET), []).append(r)
         if len(groups) < 2:
             continue
-        said = []
+        said, key = [], _source_key(name)
         for value, ranks in groups.items():
-            why = {choices[r].get("why", "") for r in ranks} if name.startswith(_LIBRARY_PREFIXES) else set()
+            why = {choices[r].get(key, "") for r in ranks} if key else set()
             why = next(iter(why)) if len(why) == 1 and next(iter(why)) else ""
             said.append(f"{value} on {ranks_text(ranks)}{_hosts_text(ranks, hosts)}"
                         + (f" ({why})" if why else ""))
@@ -165,7 +195,7 @@ def difference(choices: list, hosts: list = ()) -> "str | None":
         fixes.append(_fix(name, choices))
     if not parts:
         return None
-    own = [f for f in fixes if f not in (_FIX_INSTALL, _FIX_TUNING)]
+    own = [f for f in fixes if f not in (_FIX_INSTALL, _FIX_TUNING, _FIX_NODE_PATH_TUNING)]
     if len(own) > 1:  # one sentence for every variable to set alike
         names = [n for n, f in zip([p.split(" is ", 1)[0] for p in parts], fixes) if f in own]
         fixes = [f for f in fixes if f not in own] + [_FIX_ENV.format(name=" and ".join(names) + " each")]
@@ -175,7 +205,17 @@ def difference(choices: list, hosts: list = ()) -> "str | None":
 
 
 _LIBRARY_PREFIXES = ("MPIR_CVAR_", "I_MPI_", "OMPI_MCA_")
-_NOT_COMPARED = ("why", "host")  # said with a difference, never one
+# Where a rank's node-path settings came from: the tuning file, "set by you" or "the default".
+NODE_PATH_SOURCE = "node_path_source"
+TUNING_FILE = "the tuning file"
+NOT_COMPARED = ("why", NODE_PATH_SOURCE, "host")  # said with a difference, never one
+
+
+def _source_key(name: str) -> "str | None":
+    """The key of a rank's choices that says where its value of `name` came from, if one does."""
+    if name.startswith(_LIBRARY_PREFIXES):
+        return "why"
+    return NODE_PATH_SOURCE if name in library_settings.NODE_PATH_VARIABLES else None
 
 
 def _fix(name: str, choices) -> str:
@@ -185,6 +225,8 @@ def _fix(name: str, choices) -> str:
         if any(c.get("why") == "set by you" for c in choices):
             return _FIX_ENV.format(name=name)
         return _FIX_TUNING
+    if _source_key(name) == NODE_PATH_SOURCE and any(c.get(NODE_PATH_SOURCE) == TUNING_FILE for c in choices):
+        return _FIX_NODE_PATH_TUNING  # a file chose it, not a variable that _FIX_ENV would name
     return _FIX_ENV.format(name=name)
 
 

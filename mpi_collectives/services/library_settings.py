@@ -40,7 +40,10 @@ over several nodes: MPI_COLLECTIVES_NODE_PATH, _COLLECTIVES, _MIN, _MAX and
 _ACROSS_NODES), which initialize() gives the native layer where you set none of
 them (node_path_for_this_process()).
 Every rank of a job that uses an entry uses the same one (the rule above), so
-the ranks of a node agree on which collectives go through the path.
+the ranks of a node agree on which collectives go through the path; ranks whose
+files differ (a file of each rank's own, nodes of two kinds sharing one) are
+stopped by job_choices.py, which compares the five as the native layer will
+hold them.
 """
 import collections
 import json

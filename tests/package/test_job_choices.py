@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, HERE, PROGRAMS, SAME_ON_EVERY_FAMILY, TEST_CONFIG, explain, mpiexec_path, run
+from helpers import (EXPECTED_FAMILY, HERE, ONCE, PROGRAMS, SAME_ON_EVERY_FAMILY, TEST_CONFIG, explain, mpiexec_path,
+                     run)
 
 MPICH = "MPICH Version:      5.0.2"
 LIB = "/opt/mpich/lib/libmpi.so.12"
@@ -139,6 +140,81 @@ def test_another_mpi_on_one_node_is_named():
     assert "run every rank with the same MPI installation" in line, line
 
 
+# ---- the node path's five settings, compared as the native layer will hold them
+
+NODE_PATH = "MPI_COLLECTIVES_NODE_PATH"
+FIX_NODE_PATH_TUNING = (
+    "Fix: make every node read the same tuning file (MPI_COLLECTIVES_TUNING_FILE on a filesystem every node shares, "
+    "and `mpi-collectives tune` for each kind of node the job uses), or take the tuning file's node-path entry out "
+    "of play on every rank: MPI_COLLECTIVES_NODE_PATH=0 (the MPI library's own collectives), or the node path's "
+    "variables set by you to the same values for every rank.")
+
+
+def node_choices(mode, source, **changes):
+    return choices(**{NODE_PATH: mode, "node_path_source": source, **changes})
+
+
+def test_node_path_entries_that_differ_name_the_tuning_file():
+    """Nodes of two kinds sharing one tuning file, or a file of each rank's own: entries that differ
+    in node_path alone. Before, the ranks compared their settings before initialize() took the
+    file's node path, and the job hung in its first psum."""
+    from mpi_collectives.services.job_choices import difference
+    every = [node_choices("1", "the tuning file")] * 2 + [node_choices("0", "the tuning file")]
+    line = difference(every, ["hA", "hA", "hB"])
+    assert line == (
+        "the ranks of this job chose different settings, and MPI's collectives hang or fail when they differ: "
+        "MPI_COLLECTIVES_NODE_PATH is 1 on ranks 0-1 on hA (the tuning file); 0 on rank 2 on hB (the tuning "
+        "file). " + FIX_NODE_PATH_TUNING), line
+
+
+def test_a_node_path_one_rank_took_from_its_tuning_file_is_the_files_to_fix():
+    """One rank found an entry, the other none (its default): setting the variable alike would not
+    say why they differ; the tuning file's sentence does. Another setting's fix is said beside it."""
+    from mpi_collectives.services.job_choices import difference
+    every = [node_choices("1", "the tuning file", **{"MPI_COLLECTIVES_NODE_PATH_MIN": "0"}),
+             node_choices("2", "the default", MPI_COLLECTIVES_CHECK_COLLECTIVES="0",
+                          **{"MPI_COLLECTIVES_NODE_PATH_MIN": "262144"})]
+    line = difference(every, ["h", "h"])
+    assert ("MPI_COLLECTIVES_CHECK_COLLECTIVES is 1 on rank 0; 0 on rank 1 | MPI_COLLECTIVES_NODE_PATH is 1 on "
+            "rank 0 (the tuning file); 2 on rank 1 (the default) | MPI_COLLECTIVES_NODE_PATH_MIN is 0 on rank 0 "
+            "(the tuning file); 262144 on rank 1 (the default). Fix: set MPI_COLLECTIVES_CHECK_COLLECTIVES to one "
+            "value for every rank (export it in the job script before the launcher: mpiexec -genv, mpirun -x and "
+            "srun pass the environment on), or unset it everywhere; and " + FIX_NODE_PATH_TUNING[len("Fix: "):]
+            ) in line, line
+
+
+def test_a_node_path_from_the_environment_on_every_rank_is_the_variables_to_fix():
+    from mpi_collectives.services.job_choices import difference
+    line = difference([node_choices("2", "the default"), node_choices("0", "set by you")], ["h", "h"])
+    assert line.endswith("MPI_COLLECTIVES_NODE_PATH is 2 on rank 0 (the default); 0 on rank 1 (set by you). Fix: "
+                         "set MPI_COLLECTIVES_NODE_PATH to one value for every rank (export it in the job script "
+                         "before the launcher: mpiexec -genv, mpirun -x and srun pass the environment on), or unset "
+                         "it everywhere."), line
+
+
+def test_a_rank_compares_the_node_path_the_native_layer_will_hold(monkeypatch):
+    """The tuning file's entry where initialize() takes it, in the settings' own words (the
+    collectives in the table's order, whatever the file's), else the settings."""
+    from mpi_collectives.base import mpi, settings
+    from mpi_collectives.services import job_choices, library_settings
+    monkeypatch.setattr(mpi, "library_version", lambda: MPICH)
+    for name in library_settings.NODE_PATH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+    def node_path(chosen, **kwargs):
+        mine = job_choices.this_rank(chosen, "multiple", "mpi", environ={}, **kwargs)
+        return [mine[name] for name in library_settings.NODE_PATH_VARIABLES] + [mine["node_path_source"]]
+
+    chosen = settings.read()
+    assert node_path(chosen, node_path=(1, "all-gather,all-reduce", 4096, 0, 1)) == \
+        ["1", "all-reduce,all-gather", "4096", "0", "1", "the tuning file"]
+    assert node_path(chosen, node_path=(0, "", 0, 0, 0)) == ["0", "none", "0", "0", "0", "the tuning file"]
+    assert node_path(chosen) == ["2", "all-reduce", "262144", "67108864", "0", "the default"]
+    assert node_path(settings.read(node_path_min=4096)) == ["2", "all-reduce", "4096", "67108864", "0", "set by you"]
+    # initialize() asks before it exports its settings, after which every one is in the environment
+    assert node_path(chosen, users_node_path=True)[-1] == "set by you"
+
+
 def test_choices_survive_the_message():
     from mpi_collectives.services.job_choices import decode, encode
     mine = choices(host="node7")
@@ -179,6 +255,37 @@ def test_a_rank_with_a_setting_of_its_own_stops_the_job_with_one_line(case):
     assert len(lines) == 3, text  # every rank
     assert re.search(rf"{name} is [^;|]+ on ranks 0-1[^;|]*; {re.escape(value)} on rank 2", lines[0]), text
     assert f"Fix: set {name} to one value for every rank" in lines[0], text
+    assert proc.seconds < 60, text
+
+
+@pytest.mark.jax
+@pytest.mark.skipif(not ONCE, reason="the comparison's Python and a tuning file's entry, the same on every "
+                    "family: the mpich configuration runs it")
+def test_ranks_whose_tuning_files_differ_in_the_node_path_stop_the_job_with_one_line(tmp_path):
+    """Each rank its own MPI_COLLECTIVES_TUNING_FILE, whose entries for this MPI and shape differ in
+    node_path's mode alone: rank 0's all-reduce would go through the node's window, rank 1's through
+    the library. Before, the comparison ran before initialize() took the file's node path, and the
+    job hung in its first psum."""
+    info = json.loads(run([sys.executable, "-m", "mpi_collectives", "info", "--json"], cwd=HERE).stdout)
+    from mpi_collectives.services import library_settings
+    paths = []
+    for mode in (1, 0):
+        folder = tmp_path / f"mode{mode}"
+        folder.mkdir()
+        paths.append(tuning_file(folder, entry(
+            implementation=library_settings.implementation(info["version"]), version=info["version"],
+            library=os.path.realpath(info["library"]), cpus=os.cpu_count(), settings={},
+            node_path={"mode": mode, "collectives": "all-reduce", "min": 0, "max": 0})))
+    unset = {name: None for name in library_settings.NODE_PATH_VARIABLES}  # yours would take the file's out of play
+    proc = launch(2, {**unset, "MPI_COLLECTIVES_TUNING_FILE": paths[0],
+                      "ONLY_ON": f"1:MPI_COLLECTIVES_TUNING_FILE={paths[1]}"})
+    text = explain(proc)
+    assert proc.returncode != 0 and "EXACT" not in proc.stdout and "WRONG" not in proc.stdout, text
+    lines = re.findall(r"mpi-collectives: the ranks of this job chose different settings.*?for every rank\.",
+                       proc.stderr)
+    assert len(lines) == 2, text  # every rank
+    assert "differ: MPI_COLLECTIVES_NODE_PATH is 1 on rank 0 (the tuning file); 0 on rank 1 (the tuning file). " \
+        + FIX_NODE_PATH_TUNING in lines[0], text
     assert proc.seconds < 60, text
 
 
