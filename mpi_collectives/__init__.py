@@ -27,6 +27,7 @@ import os
 import sys
 
 from .base._paths import libpath, publish_search_prefixes
+from .base.errors import error_line as _error_line
 from .base.log import line as _line
 
 __version__ = "0.1.0"
@@ -59,14 +60,14 @@ from .services.host import (  # noqa: E402
 def _one_line_for_set_up_errors() -> None:
     """An InitializeError nobody caught is its sentence alone on stderr (exit status 1), not a
     traceback around it on every rank: the sentence names the cause and the fix, the traceback only
-    where in the package it was found. A program that catches InitializeError still can; any other
-    exception goes to the hook there was before."""
+    where in the package it was found; it ends the job, so it begins `mpi-collectives: error:`. A
+    program that catches InitializeError still can; any other exception goes to the hook there was
+    before."""
     previous = sys.excepthook
 
     def hook(kind, value, traceback):
         if isinstance(value, InitializeError):
-            text = " ".join(str(value).split()) or kind.__name__
-            _line(text if text.startswith("mpi-collectives") else f"mpi-collectives: {text}")
+            _line(_error_line(str(value) or kind.__name__))
             return
         previous(kind, value, traceback)
     sys.excepthook = hook

@@ -3,7 +3,7 @@
     python -m mpi_collectives libpath          # what to put in MPITRAMPOLINE_LIB
     python -m mpi_collectives info [--json]    # which MPI the native layer loads and why; the versions
     mpiexec -n 2 python -m mpi_collectives doctor   # checks the set-up, MPI's answers and one JAX psum
-    mpiexec -n 4 python -m mpi_collectives run train.py [args]   # a script, with JAX set up for MPI
+    mpiexec -n 4 python -m mpi_collectives run --initialize train.py [args]   # a plain JAX script as one job
     python -m mpi_collectives env [--markdown] # the environment variables: values in force, defaults
     python -m mpi_collectives bench [--smoke]  # our collectives beside gloo, mpi4py and C (scripts/bench.py)
     python -m mpi_collectives tune --ranks 16  # the MPI library's fastest settings here, for initialize()
@@ -24,6 +24,7 @@ import sys
 
 from . import __version__
 from .base._paths import libpath
+from .base.errors import InitializeError, error_line
 
 COMMANDS = ("libpath", "info", "doctor", "run", "env", "bench", "tune", "layouts")
 
@@ -49,6 +50,17 @@ def versions() -> dict:
             "python": f"{platform.python_version()} ({sys.executable})"}
 
 
+def search_line(family: str, report: str) -> str:
+    """info's `search`: the libraries the loader tried and could not use, in order (its report), read
+    after a success as after a failure."""
+    report = report.strip().removesuffix(";").strip()
+    if family == "none":
+        return report or "nothing tried"
+    if not report:
+        return "the first library tried was loaded"
+    return f"tried and not used before the library above: {report}"
+
+
 def native_info() -> dict:
     """What the native layer found when it was loaded in this process."""
     from .base import mpi
@@ -60,8 +72,7 @@ def native_info() -> dict:
         "why": mpi.family_detail(),
         "chosen_by": mpi.load_rule(),
         "passed_over": mpi.passed_over() or "none",
-        # the libraries the loader tried and could not use, in order: none when the first one served
-        "search": mpi.load_report() or "no library tried before it failed",
+        "search": search_line(mpi.family(), mpi.load_report()),
         "missing_functions": mpi.missing_functions(),
         "thread_level_policy": mpi.thread_policy(),
     }
@@ -160,7 +171,11 @@ def cmd_run(args) -> int:
     """Run a script or module as __main__, in this process, with JAX set to use MPI.
 
     `import mpi_collectives` (done by now) has set MPITRAMPOLINE_LIB, which
-    jaxlib reads when the script first imports jax.
+    jaxlib reads when the script first imports jax. With --initialize,
+    initialize() runs before the script, which makes a plain script (one that
+    never calls it) one job; without it, a rank of several whose script then
+    computes without initialize() is told so, with --initialize as the fix
+    (plain_programs.check_joined).
     """
     if "jax" in sys.modules:
         raise RuntimeError("mpi-collectives: run: jax is already imported in this process")
@@ -177,6 +192,9 @@ def cmd_run(args) -> int:
     if args.initialize:
         from .integration.jax_setup import initialize
         initialize()
+    else:
+        from .integration import plain_programs
+        plain_programs.launched_by_run(("-m " if args.module else "") + args.target)
     sys.argv = [args.target] + args.args
     try:
         if args.module:
@@ -261,10 +279,16 @@ def parser() -> Parser:
                                "mpiexec -n 2 python -m mpi_collectives doctor")
     p_run = sub.add_parser("run", help="run a script (or -m module) with JAX's collectives over MPI",
                            description="Run a script or module as __main__ in this process, with JAX set to "
-                                       "use MPI: mpiexec -n 4 python -m mpi_collectives run train.py [args]")
+                                       "use MPI: mpiexec -n 4 python -m mpi_collectives run --initialize train.py "
+                                       "[args]. --initialize makes a script that never calls "
+                                       "mpi_collectives.initialize() one job; without it, `run` only sets JAX up "
+                                       "before the script imports jax, for a script that calls initialize() "
+                                       "itself (after its imports).")
     p_run.add_argument("-m", dest="module", action="store_true", help="the target is a module, as in python -m")
     p_run.add_argument("--initialize", action="store_true",
-                       help="call mpi_collectives.initialize() before the script starts")
+                       help="call mpi_collectives.initialize() before the script starts: what makes a script "
+                            "that never calls it (a plain JAX script) one job over the ranks; without it, each "
+                            "rank of such a script computes alone")
     p_run.add_argument("target", help="the script's path (or, with -m, the module's name)")
     p_run.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments, passed on as they are")
     p_env = sub.add_parser("env", help="show the environment variables: the value in force of each, its default",
@@ -301,7 +325,9 @@ def main(argv=None) -> int:
         raise e.__cause__ from None  # the script's own error, with its own traceback
     except Exception as e:  # the package's one sentence; its own errors already begin with "mpi-collectives"
         text = " ".join(str(e).split()) or type(e).__name__
-        if not text.startswith("mpi-collectives"):
+        if isinstance(e, InitializeError):  # `run --initialize`: the job ends as a program's would
+            text = error_line(text)
+        elif not text.startswith("mpi-collectives"):
             text = f"mpi-collectives: {command or 'error'}: {type(e).__name__}: {text}"
         print(text, file=sys.stderr)
         return 1

@@ -153,14 +153,15 @@ TABLE = {
                            "0: glibc's defaults", SWITCH),
     "not_initialized": Setting("MPI_COLLECTIVES_NOT_INITIALIZED", "warn", False,
                                "a process that imported mpi_collectives, started by a launcher as one of "
-                               "several ranks, whose JAX starts as one process of one (initialize() never "
-                               "called: its collectives reach no other rank): warn (one line on every rank), "
-                               "stop (that line, then exit 1), or quiet (programs whose ranks run JAX alone "
-                               "on purpose, beside mpi4py)", ("warn", "stop", "quiet")),
+                               "several ranks, whose JAX computes as one process of one (initialize() not "
+                               "called before its first JAX computation: its collectives reach no other rank): "
+                               "warn (one line on every rank), stop (that line, then exit 1), or quiet (programs "
+                               "whose ranks run JAX alone on purpose, beside mpi4py)", ("warn", "stop", "quiet")),
     "layout_note": Setting("MPI_COLLECTIVES_LAYOUT_NOTE", 1, False,
                            "1: where a node holds more ranks than it has sockets or NUMA domains, initialize() "
-                           "prints one line from rank 0 saying so, with the layout docs/layout.md advises and "
-                           "how to measure yours (`mpi-collectives layouts`); 0: never", SWITCH),
+                           "prints one line from rank 0 saying so, with what docs/layout.md measured for each "
+                           "class of program (a dense step: one rank per node; Monte Carlo sampling: one rank per "
+                           "core) and how to measure yours (`mpi-collectives layouts`); 0: never", SWITCH),
 }
 
 

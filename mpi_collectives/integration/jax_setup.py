@@ -57,6 +57,13 @@ class Info:
 
 
 _INFO = None
+_ASKED = False  # initialize() or the cluster environment's start has been called in this process
+
+
+def asked() -> bool:
+    """Whether this process has called initialize() (or jax.distributed.initialize() through the cluster
+    environment), whatever came of it: the plugin hook's line for a rank that never joined waits for it."""
+    return _ASKED
 
 
 def _jax_loaded() -> bool:
@@ -71,6 +78,24 @@ def _backend_exists() -> bool:
         return bool(xla_bridge.backends_are_initialized())
     except (ImportError, AttributeError):
         return False
+
+
+def too_late_message() -> str:
+    """initialize() after JAX made its backend: what made it, where the plugin hook saw an import
+    under way then (mpi_collectives_jax_plugin.started_by_import), and the two fixes."""
+    hook = sys.modules.get("mpi_collectives_jax_plugin")
+    by = getattr(hook, "started_by_import", None)
+    if by:
+        cause = (f"`import {by}` made it (some libraries start JAX's backend when imported: netket does), "
+                 "before initialize() ran")
+    else:
+        cause = ("a JAX computation ran before initialize(), or a library that starts JAX's backend when "
+                 "imported (netket does) was imported before it")
+    return ("mpi-collectives: initialize() was called after JAX created its backend, so JAX's collectives are "
+            f"already set up without MPI: {cause}. Fix: call mpi_collectives.initialize() right after `import "
+            "mpi_collectives`, before importing such libraries and before the first JAX computation; or launch "
+            "the script unchanged with `mpi-collectives run --initialize script.py`, which calls it before the "
+            "script starts.")
 
 
 def _check_jax_can_use_us() -> None:
@@ -207,7 +232,8 @@ def start_up(settings, *, collectives="mpi") -> Started:
     `collectives`: the value for JAX's jax_cpu_collectives_implementation;
     None keeps what the environment names (the cluster environment's way:
     a user who exported gloo gets gloo), "mpi" when it names nothing."""
-    global _STARTED
+    global _STARTED, _ASKED
+    _ASKED = True
     with _START_LOCK:
         if _STARTED is None:
             _STARTED = _start_up(settings, collectives)
@@ -217,10 +243,7 @@ def start_up(settings, *, collectives="mpi") -> Started:
 def _start_up(settings, collectives) -> Started:
     _check_jax_version()
     if _backend_exists():
-        raise InitializeError(
-            "mpi-collectives: initialize() was called after JAX created its backend, so JAX's collectives "
-            "are already set up without MPI. Fix: call mpi_collectives.initialize() before the first JAX "
-            "computation (right after the imports).")
+        raise InitializeError(too_late_message())
     users_node_path = library_settings.users_node_path(settings)  # before the export below
     _check_native_settings(settings)
     for unknown in _settings.unknown_variables():  # a misspelt setting changes nothing: say so, every rank
@@ -287,11 +310,13 @@ def _start_up(settings, collectives) -> Started:
 
 
 def _layout_note(rank: int, placements: list, enabled: int) -> None:
-    """Once a job, from rank 0: the layout docs/layout.md advises, where a node holds more ranks
-    than it has sockets or NUMA domains. Said by default because the layout is the first
-    performance choice a user makes (a 16-core node: 32 ms a step as one rank, 99-336 ms as 2-16)
-    and a job script that splits a node gives no other sign of it; one line from one rank, and
-    MPI_COLLECTIVES_LAYOUT_NOTE=0 for programs that chose their layout (one device per core)."""
+    """Once a job, from rank 0, where a node holds more ranks than it has sockets or NUMA domains:
+    what was measured for each class of program and `mpi-collectives layouts` to measure one's own
+    (layout.advice). Said by default because the layout is the first performance choice a user
+    makes, and it goes both ways (a dense step on a 16-core node: 32 ms as one rank, 99-336 ms as
+    2-16; NetKet's Monte Carlo sampling on 2 cores: 20 ms as 2 ranks, 31 as one), and a job script
+    that splits a node gives no other sign of it; one line from one rank, and
+    MPI_COLLECTIVES_LAYOUT_NOTE=0 for programs that chose their layout."""
     line = layout.advice(placements)
     log(f"layout: {'; '.join(layout.describe(placements))}")
     if rank == 0 and enabled and line:
@@ -358,7 +383,8 @@ def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None,
     Returns an `Info`; a second call returns the first one's. Raises
     `InitializeError` with one sentence naming the cause and the fix.
     """
-    global _INFO
+    global _INFO, _ASKED
+    _ASKED = True
     if _INFO is not None:
         return _INFO
     given = {name: value for name, value in locals().items() if name in _settings.TABLE and value is not None}

@@ -32,7 +32,7 @@ from ..base import mpi
 from ..base.launchers import launcher_rank_size
 from ..base import settings as _settings
 from ..base.ending import end_job
-from ..base.errors import InitializeError
+from ..base.errors import InitializeError, error_line
 from ..base.log import line as say_line, log
 
 _done = False
@@ -57,27 +57,81 @@ def at_backend_start() -> None:
 
 
 _checked = False
+_told = False
+_computed_in_an_import = False
+_run_without_initialize = None  # the target of `mpi-collectives run` without --initialize, if that started us
+
+
+def launched_by_run(target: str) -> None:
+    """`mpi-collectives run TARGET` without --initialize started this process: a rank that then runs
+    JAX alone is told that --initialize is what makes the script one job."""
+    global _run_without_initialize
+    _run_without_initialize = target
 
 
 def check_joined() -> None:
     """At backend start in any process that imported the package: a launcher started it as one of N > 1
-    ranks, yet JAX starts as one process of one (initialize() never called, nor
+    ranks, and JAX may be starting as one process of one (initialize() never called, nor
     jax.distributed.initialize()). Every collective then reduces this rank's own data alone and
     returns without a word, so each rank is told, in one line, per MPI_COLLECTIVES_NOT_INITIALIZED:
     warn (the default: programs that run JAX alone on each rank beside mpi4py exist, and stopping
-    them would break what works), stop, or quiet."""
+    them would break what works), stop, or quiet.
+
+    Not said here: a library that starts JAX's backend when imported (`import netket` does) starts
+    it a line before the program calls initialize(), which then says so itself (too late, and why).
+    The line waits for the first JAX compilation outside an import (JAX's monitoring events: the
+    first computation compiles), or the end of the program where every computation ran inside
+    imports, and is said only if initialize() has still not been asked by then."""
     global _checked
     with _lock:
         if _checked:
             return
         _checked = True
-    if jax_setup.started() is not None:
+    if jax_setup.asked() or launcher_rank_size()[1] < 2 or _joined_by_jax():
         return
     try:
+        from jax import monitoring
+        monitoring.register_event_duration_secs_listener(_at_a_compilation)
+    except Exception:  # a jax without JAX's monitoring events: say it now, as before the computation
+        _tell_if_alone()
+        return
+    import atexit
+    atexit.register(_at_exit)
+
+
+def _at_a_compilation(event, *args, **kwargs) -> None:
+    """JAX's monitoring listener: the first compilation outside an import decides."""
+    global _computed_in_an_import
+    if _told:
+        return
+    import mpi_collectives_jax_plugin as hook
+    if hook.module_being_imported() is not None:  # a library computing as it is imported: not yet
+        _computed_in_an_import = True
+        return
+    _tell_if_alone()
+
+
+def _at_exit() -> None:
+    if _computed_in_an_import:  # every computation ran inside imports: still alone, say so once
+        _tell_if_alone()
+
+
+def _joined_by_jax() -> bool:
+    """jax.distributed.initialize() has joined this process to others (or there is no telling)."""
+    try:
         from jax._src import distributed
-        if distributed.global_state.client is not None:
-            return
+        return distributed.global_state.client is not None
     except Exception:  # a jax without it: nothing to tell
+        return True
+
+
+def _tell_if_alone() -> None:
+    global _told
+    with _lock:
+        if _told:
+            return
+        _told = True
+    if jax_setup.asked() or _joined_by_jax():  # initialize() came after all: it speaks for itself
         return
     rank, size = launcher_rank_size()
     if size < 2:
@@ -85,17 +139,26 @@ def check_joined() -> None:
     try:
         mode = _settings.read().not_initialized
     except InitializeError as e:  # a bad value: every rank meets it alike
-        say_line(str(e))
+        say_line(error_line(str(e)))
         os._exit(1)
     if mode == "quiet":
         return
-    say_line(f"mpi-collectives: rank {rank} of {size} (as the launcher started it) runs JAX as one process of "
-          "one: initialize() was not called, so its collectives reach no other rank and each rank computes "
-          "alone. Fix: call mpi_collectives.initialize() before the first JAX computation (or run the script "
-          "with `mpi-collectives run --initialize script.py`); MPI_COLLECTIVES_NOT_INITIALIZED=quiet where each "
-          "rank runs JAX alone on purpose.")
-    if mode == "stop":  # JAX's plugin discovery catches exceptions: only an exit stops the program here
+    if _run_without_initialize is not None:
+        fix = (f"Fix: launch it as `mpi-collectives run --initialize {_run_without_initialize}` (without "
+               "--initialize, `run` only sets up the import order, for a script that calls initialize() itself), "
+               "or call mpi_collectives.initialize() in the script before its first JAX computation")
+    else:
+        fix = ("Fix: call mpi_collectives.initialize() before the first JAX computation (or run the script "
+               "with `mpi-collectives run --initialize script.py`)")
+    text = (f"rank {rank} of {size} (as the launcher started it) runs JAX as one process of one: initialize() was "
+            f"not called before its first JAX computation, so its collectives reach no other rank and each rank "
+            f"computes alone. {fix}; MPI_COLLECTIVES_NOT_INITIALIZED=quiet where each rank runs JAX alone on "
+            "purpose.")
+    if mode == "stop":  # JAX's plugin discovery catches exceptions, a listener's would land in a compilation:
+        # only an exit stops the program, the same wherever the line is said
+        say_line(error_line(text))
         os._exit(1)
+    say_line("mpi-collectives: " + text)
 
 
 def _finish_own_start() -> None:

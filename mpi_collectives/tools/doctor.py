@@ -6,7 +6,8 @@ every reduction and dtype XLA sends to it: an MPI can be wrong (Debian 12's
 MPICH 4.0.2 gives wrong MPI_MAX/MPI_MIN on MPI_UINT8_T with 3 ranks).
 It reports where the ranks sit (per node: ranks, CPUs each, sockets and
 NUMA domains) and, where a node holds more ranks than sockets or NUMA
-domains, the layout docs/layout.md advises. On several ranks it then runs one JAX psum across them, set up by
+domains, what docs/layout.md measured for each class of program (initialize()'s note). On several ranks it
+then runs one JAX psum across them, set up by
 mpi_collectives.initialize() as a user's program is, and checks it exactly;
 on one rank it says how to launch it on several instead.
 """

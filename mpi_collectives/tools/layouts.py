@@ -10,9 +10,12 @@ program that must be told.
 
 The time is each launch's wall-clock time (start-up included), or with --time REGEX the number
 the program prints (the first group of REGEX's last match in its output: a step time, say); the
-median over --repeat launches. Launches go through srun inside a Slurm allocation, else the
-mpiexec beside this Python; --launcher names another (srun, Hydra's mpiexec, Open MPI's mpirun:
-each gets its own way of saying ranks per node and CPUs per rank).
+median over --repeat launches. Without --time, one more launch a layout times start-up alone
+(the ranks, Python, jax and initialize()), and a warning says when start-up is a large part of the
+wall-clock times, or decides which layout looks fastest: a short run then compares start-ups.
+Launches go through srun inside a Slurm allocation, else the mpiexec beside this Python;
+--launcher names another (srun, Hydra's mpiexec, Open MPI's mpirun: each gets its own way of
+saying ranks per node and CPUs per rank).
 """
 import argparse
 import json
@@ -111,6 +114,41 @@ def measure(cmd: list, pattern, timeout: int, env: dict) -> tuple:
         return wall, None, f"--time matched {value!r}, not a number"
 
 
+# What start-up costs at a layout, without the program: launching the ranks, Python, jax, initialize()
+# and one computation. Run with the Python running this command, where the package is installed.
+STARTUP = ("import mpi_collectives; mpi_collectives.initialize(); import jax; "
+           "jax.numpy.zeros(1).block_until_ready()")
+STARTUP_SHARE = 0.2  # of a launch's wall-clock time, from which start-up is said to weigh on the comparison
+
+
+def startup_warning(rows: list) -> str:
+    """One line where the wall-clock times of `rows` (each with its "startup_s", the wall-clock time of
+    a launch of STARTUP at that layout) are decided by start-up: start-up is STARTUP_SHARE of a
+    launch or more, or the wall-clock times less start-up would name another layout fastest; else ""."""
+    measured = [r for r in rows if not r["failed"] and r.get("startup_s")]
+    if not measured:
+        return ""
+    share = max(r["startup_s"] / r["median"] for r in measured)
+    fastest = min(measured, key=lambda r: r["median"])
+    without = min(measured, key=lambda r: r["median"] - r["startup_s"])
+    if share < STARTUP_SHARE and without is fastest:
+        return ""
+    starts = sorted(r["startup_s"] for r in measured)
+    walls = sorted(r["median"] for r in measured)
+    other = (f"; less start-up, {without['per_node']} rank{'s' if without['per_node'] > 1 else ''} per node "
+             f"would be the fastest ({without['median'] - without['startup_s']:.1f} s against "
+             f"{fastest['median'] - fastest['startup_s']:.1f} s)" if without is not fastest else "")
+    return (f"mpi-collectives layouts: warning: start-up alone (launching the ranks, Python, jax and initialize(), "
+            f"timed by a launch of each layout that does only that) took {_span(starts)} s of the launches' "
+            f"{_span(walls)} s (up to {share:.0%}): the wall-clock times compare start-ups more than your "
+            f"program's work{other}. Time the work instead: --time REGEX on a time your program prints (e.g. "
+            "--time 'median step ([0-9.]+) ms'), or a longer run.")
+
+
+def _span(values: list) -> str:
+    return f"{values[0]:.1f}" if f"{values[0]:.1f}" == f"{values[-1]:.1f}" else f"{values[0]:.1f}-{values[-1]:.1f}"
+
+
 def counts_arg(text: str) -> list:
     try:
         counts = sorted({int(part) for part in text.split(",")})
@@ -133,7 +171,9 @@ def parse(argv, prog, parser_class):
                              "process's CPU set)")
     parser.add_argument("--time", default=None, metavar="REGEX",
                         help="take the time from the program's output: the first group of REGEX's last match, "
-                             "e.g. 'median step ([0-9.]+) ms' (default: each launch's wall-clock seconds)")
+                             "e.g. 'median step ([0-9.]+) ms' (default: each launch's wall-clock seconds, start-up "
+                             "included; one more launch a layout then times start-up alone, and a warning says "
+                             "when it decides the comparison)")
     parser.add_argument("--repeat", type=int, default=1, help="launches of each layout; the median is shown")
     parser.add_argument("--launcher", default=None, metavar="COMMAND",
                         help="the command that starts a launch, split as a shell would, e.g. \"srun --mpi=pmi2\" "
@@ -203,11 +243,26 @@ def main(argv=None, prog="mpi-collectives layouts", parser_class=argparse.Argume
         rows.append(row)
         shown = "FAILED: " + failed if failed else f"{row['median']:.4g}"
         print(f"  {per_node} per node: {shown}", file=sys.stderr, flush=True)
+    warning = ""
+    if args.pattern is None:  # wall-clock times: how much of them is start-up?
+        for row in rows:
+            if row["failed"]:
+                continue
+            startup = [sys.executable, "-c", STARTUP]
+            wall, _, failed = measure(launch_line(args.prefix, kind, nodes, row["per_node"], row["cpus_per_rank"],
+                                                  startup), None, args.timeout, env)
+            row["startup_s"] = None if failed else wall
+            print(f"  {row['per_node']} per node, start-up alone: "
+                  + (f"FAILED: {failed}" if failed else f"{wall:.4g}"), file=sys.stderr, flush=True)
+        warning = startup_warning(rows)
     print(table(rows, timed=args.pattern is not None))
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"program": args.program, "nodes": nodes, "cpus": cpus, "node": shape,
-                       "launcher": args.prefix, "time": args.time, "repeat": args.repeat, "rows": rows}, f, indent=1)
+                       "launcher": args.prefix, "time": args.time, "repeat": args.repeat, "rows": rows,
+                       "startup_warning": warning or None}, f, indent=1)
     return 1 if any(r["failed"] for r in rows) else 0
 
 
@@ -216,7 +271,9 @@ def table(rows: list, timed: bool) -> str:
     each against the fastest layout's."""
     done = [r for r in rows if not r["failed"]]
     best = min((r["median"] for r in done), default=None)
+    startups = any(r.get("startup_s") for r in done)
     lines = [f"{'ranks/node':>10} {'ranks':>6} {'CPUs/rank':>9} {'wall s':>8}"
+             + (f" {'start-up s':>10}" if startups else "")
              + (f" {'printed time':>12}" if timed else "") + f" {'/fastest':>8}"]
     for r in rows:
         head = f"{r['per_node']:>10} {r['ranks']:>6} {r['cpus_per_rank']:>9}"
@@ -224,8 +281,9 @@ def table(rows: list, timed: bool) -> str:
             lines.append(f"{head}   FAILED ({r['failed']})")
             continue
         wall = statistics.median(r["wall_s"])
-        lines.append(f"{head} {wall:>8.1f}" + (f" {r['median']:>12.4g}" if timed else "")
-                     + f" {r['median'] / best:>8.2f}")
+        start = r.get("startup_s")
+        lines.append(f"{head} {wall:>8.1f}" + ((f" {start:>10.1f}" if start else f" {'-':>10}") if startups else "")
+                     + (f" {r['median']:>12.4g}" if timed else "") + f" {r['median'] / best:>8.2f}")
     if done:
         fastest = min(done, key=lambda r: r["median"])
         lines.append(f"fastest: {fastest['per_node']} rank{'s' if fastest['per_node'] > 1 else ''} per node, "

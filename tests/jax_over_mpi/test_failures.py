@@ -30,9 +30,9 @@ def leftovers(marker):
     return [int(p) for p in out.split()]
 
 
-def start_job(mode, launcher_args=()):
+def start_job(mode, launcher_args=(), env=None):
     marker = f"mpic-failure-{uuid.uuid4().hex}"
-    full = dict(os.environ, MPI_COLLECTIVES_EXIT_TIMEOUT=str(EXIT_TIMEOUT))
+    full = dict(os.environ, MPI_COLLECTIVES_EXIT_TIMEOUT=str(EXIT_TIMEOUT), **(env or {}))
     full.pop("MPITRAMPOLINE_LIB", None)
     cmd = [mpiexec_path(), *launcher_args, "-n", "3", sys.executable, PROGRAM, mode, marker]
     proc = launching.start(cmd, env=full)
@@ -162,6 +162,23 @@ def test_sigterm_to_the_launcher_stops_every_rank():
     if EXPECTED_FAMILY != "openmpi":  # Open MPI's launcher kills its ranks itself, at once
         for rank in range(3):
             assert f"rank {rank}/3 was asked to stop (SIGTERM" in err, text
+
+
+@pytest.mark.jax
+@pytest.mark.skipif(EXPECTED_FAMILY == "openmpi", reason="Open MPI's launcher kills its ranks itself, at once")
+def test_sigterm_is_one_line_a_rank():
+    """SIGTERM (scancel, a time limit) is the one line a rank that docs/checkpoints.md promises: no
+    flight record after it (a cancelled job is no fault to explain; it printed about 33 lines a rank)."""
+    proc, marker = start_job("sigterm")
+    lines = ready_ranks(proc, 3)
+    assert ready_count(lines) == 3, "".join(lines)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    rc, out, err, seconds, alive = finish_job(proc, marker, start)
+    text = check_ended(rc, "".join(lines) + out, err, seconds, alive)
+    ours = sorted(line for line in err.splitlines() if line.startswith("mpi-collectives") or line.startswith("  #"))
+    assert ours == [f"mpi-collectives: rank {rank}/3 was asked to stop (SIGTERM: the launcher, scancel or a time "
+                    "limit); ending it now." for rank in range(3)], text
 
 
 @pytest.mark.jax

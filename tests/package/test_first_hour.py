@@ -15,9 +15,9 @@ once = pytest.mark.skipif(not ONCE, reason="Python before MPI's first use, the s
 FORGOTTEN = ("import sys, mpi_collectives, jax, jax.numpy as jnp\n"
              "x = jax.pmap(lambda x: jax.lax.psum(x, 'i'), axis_name='i')(jnp.ones(1)).tolist()\n"
              "sys.stdout.write(f'psum {x}\\n')")
-SENTENCE = ("runs JAX as one process of one: initialize() was not called, so its collectives reach no other "
-            "rank and each rank computes alone. Fix: call mpi_collectives.initialize() before the first JAX "
-            "computation")
+SENTENCE = ("runs JAX as one process of one: initialize() was not called before its first JAX computation, so its "
+            "collectives reach no other rank and each rank computes alone. Fix: call mpi_collectives.initialize() "
+            "before the first JAX computation")
 
 
 @once
@@ -30,7 +30,9 @@ def test_a_forgotten_initialize_is_named_on_every_rank():
         assert warned.stderr.count(f"mpi-collectives: rank {rank} of 2 (as the launcher started it) {SENTENCE}") == 1, \
             explain(warned)
     stopped = mpirun(2, [PY, "-c", FORGOTTEN], env={"MPI_COLLECTIVES_NOT_INITIALIZED": "stop"})
-    assert stopped.returncode != 0 and "psum" not in stopped.stdout and SENTENCE in stopped.stderr, explain(stopped)
+    assert stopped.returncode != 0 and "psum" not in stopped.stdout, explain(stopped)
+    assert f"mpi-collectives: error: rank 0 of 2 (as the launcher started it) {SENTENCE}" in stopped.stderr, \
+        explain(stopped)
     quiet = mpirun(2, [PY, "-c", FORGOTTEN], env={"MPI_COLLECTIVES_NOT_INITIALIZED": "quiet"})
     assert quiet.returncode == 0 and "mpi-collectives" not in quiet.stderr, explain(quiet)
     alone = run([PY, "-c", FORGOTTEN])  # one process, no launcher: nothing to say
@@ -75,10 +77,12 @@ def test_a_set_up_error_is_its_sentence_once_per_rank_without_a_traceback():
                   env={"MPI_COLLECTIVES_STALL_TIMEOUT": "5s"})
     sentence = ("mpi-collectives: MPI_COLLECTIVES_STALL_TIMEOUT=5s is not a whole number from 0 to 604800. Fix: "
                 "correct it, or leave it unset for the default (0).")
+    ending = sentence.replace("mpi-collectives: ", "mpi-collectives: error: ", 1)  # it ends the job
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, explain(proc)
-    assert [line for line in proc.stderr.splitlines() if line.strip()] == [sentence, sentence], explain(proc)
-    caught = mpirun(2, [PY, "-c", "import mpi_collectives\ntry:\n    mpi_collectives.initialize()\n"
-                                  "except mpi_collectives.InitializeError as e:\n    print('caught', e)"],
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == [ending, ending], explain(proc)
+    caught = mpirun(2, [PY, "-c", "import sys, mpi_collectives\ntry:\n    mpi_collectives.initialize()\n"
+                                  "except mpi_collectives.InitializeError as e:\n"
+                                  "    sys.stdout.write(f'caught {e}\\n')"],
                     env={"MPI_COLLECTIVES_STALL_TIMEOUT": "5s"})
     # The handler runs on every rank; at exit the launcher is still asked to end the job (ending.py:
     # ranks that began MPI_Init would otherwise wait there for this one).
@@ -92,6 +96,17 @@ def test_info_prints_no_empty_field():
     assert proc.returncode == 0, explain(proc)
     empty = [line for line in proc.stdout.splitlines() if len(line.split(None, 1)) < 2]
     assert not empty, proc.stdout
+    # After a success, the search line says so (it said "no library tried before it failed").
+    assert "\nsearch               the first library tried was loaded\n" in proc.stdout, proc.stdout
+
+
+def test_infos_search_line_reads_right_after_a_success_and_a_failure():
+    from mpi_collectives.__main__ import search_line
+    assert search_line("mpich", "") == "the first library tried was loaded"
+    assert search_line("mpich", "/x/libmpi.so.12: file too short; ") == (
+        "tried and not used before the library above: /x/libmpi.so.12: file too short")
+    assert search_line("none", "/x/libmpi.so.12: not found; ") == "/x/libmpi.so.12: not found"
+    assert search_line("none", "") == "nothing tried"
 
 
 @once
@@ -103,3 +118,60 @@ def test_the_verbose_log_says_who_started_mpi_in_words():
     assert proc.stderr.count("MPI started: ") == 2 and "MPI_THREAD_MULTIPLE granted" in proc.stderr, explain(proc)
     assert "MPI was started by this package, at MPI_THREAD_MULTIPLE" in proc.stderr, explain(proc)
     assert "someone else" not in proc.stderr, explain(proc)
+
+
+# A library that starts JAX's backend when it is imported, as netket does (jax.devices() at import).
+STARTS_JAX = "import jax\njax.devices()\n"
+
+
+@once
+@pytest.mark.jax
+def test_a_library_that_starts_jax_before_initialize_is_named_with_both_fixes(tmp_path):
+    (tmp_path / "starts_jax.py").write_text(STARTS_JAX)
+    program = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+               "import mpi_collectives\nimport starts_jax\nmpi_collectives.initialize()\nprint('UNEXPECTED')")
+    proc = mpirun(2, [PY, "-c", program])
+    assert proc.returncode != 0 and "UNEXPECTED" not in proc.stdout and "Traceback" not in proc.stderr, explain(proc)
+    # initialize() is called, a line later: no rank says it was not
+    assert "was not called" not in proc.stderr, explain(proc)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("mpi-collectives")]
+    assert len(lines) == 2 and lines[0] == lines[1], explain(proc)
+    assert lines[0].startswith("mpi-collectives: error: initialize() was called after JAX created its backend, so "
+                               "JAX's collectives are already set up without MPI: `import starts_jax` made it "
+                               "(some libraries start JAX's backend when imported: netket does)"), lines[0]
+    assert ("Fix: call mpi_collectives.initialize() right after `import mpi_collectives`, before importing such "
+            "libraries and before the first JAX computation; or launch the script unchanged with "
+            "`mpi-collectives run --initialize script.py`") in lines[0], lines[0]
+    # The second fix, as the sentence gives it: the same script, unchanged, runs as one job.
+    script = tmp_path / "script.py"
+    script.write_text(program.replace("print('UNEXPECTED')",
+                                      "import jax\nsys.stdout.write(f'PASS {jax.process_count()}\\n')"))
+    fixed = mpirun(2, [PY, "-m", "mpi_collectives", "run", "--initialize", str(script)])
+    assert fixed.returncode == 0 and fixed.stdout.count("PASS 2") == 2, explain(fixed)
+    # A computation of the program's own before initialize(): named as the cause, the same two fixes.
+    computed = mpirun(2, [PY, "-c", "import mpi_collectives, jax\njax.numpy.zeros(1).block_until_ready()\n"
+                                    "mpi_collectives.initialize()"])
+    assert computed.returncode != 0, explain(computed)
+    assert computed.stderr.count("mpi-collectives: error: initialize() was called after JAX created its backend, "
+                                 "so JAX's collectives are already set up without MPI: a JAX computation ran before "
+                                 "initialize(), or a library that starts JAX's backend when imported (netket does) "
+                                 "was imported before it. Fix: ") == 2, explain(computed)
+
+
+@once
+@pytest.mark.jax
+def test_run_without_initialize_says_what_makes_a_plain_script_one_job(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text(FORGOTTEN)
+    alone = mpirun(2, [PY, "-m", "mpi_collectives", "run", str(script)], env={"MPI_COLLECTIVES_NOT_INITIALIZED": None})
+    assert alone.returncode == 0 and alone.stdout.count("psum [1.0]") == 2, explain(alone)
+    for rank in (0, 1):
+        assert alone.stderr.count(f"mpi-collectives: rank {rank} of 2 (as the launcher started it) runs JAX as one "
+                                  f"process of one: initialize() was not called before its first JAX computation, so "
+                                  f"its collectives reach no other rank and each rank computes alone. Fix: launch it "
+                                  f"as `mpi-collectives run --initialize {script}` (without --initialize, `run` only "
+                                  "sets up the import order, for a script that calls initialize() itself)") == 1, \
+            explain(alone)
+    joined = mpirun(2, [PY, "-m", "mpi_collectives", "run", "--initialize", str(script)])
+    assert joined.returncode == 0 and joined.stdout.count("psum [2.0]") == 2, explain(joined)
+    assert "mpi-collectives" not in joined.stderr, explain(joined)

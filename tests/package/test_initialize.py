@@ -89,7 +89,8 @@ def test_two_jobs_on_one_node_do_not_collide():
 def test_jax_imported_too_early_is_one_clear_error_on_every_rank():
     proc = launch("jax-too-early", env=no_jax_env())
     assert proc.returncode != 0, explain(proc)
-    assert said_on_every_rank(proc, "jax was imported before MPITRAMPOLINE_LIB was set", 2), explain(proc)
+    assert said_on_every_rank(proc, "mpi-collectives: error: jax was imported before MPITRAMPOLINE_LIB was set", 2), \
+        explain(proc)
     assert "python -m mpi_collectives run" in proc.stderr
 
 
@@ -106,7 +107,10 @@ def test_run_command_makes_the_early_import_work():
 def test_initialize_after_backend_exists_is_an_error():
     proc = launch("backend-exists")
     assert proc.returncode != 0, explain(proc)
-    assert said_on_every_rank(proc, "initialize() was called after JAX created its backend", 2), explain(proc)
+    assert said_on_every_rank(proc, "mpi-collectives: error: initialize() was called after JAX created its backend",
+                              2), explain(proc)
+    assert "a JAX computation ran before initialize()" in proc.stderr, explain(proc)
+    assert "mpi-collectives run --initialize script.py" in proc.stderr, explain(proc)
 
 
 @SAME_ON_EVERY_FAMILY

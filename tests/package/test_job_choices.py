@@ -250,7 +250,8 @@ def test_a_rank_with_a_setting_of_its_own_stops_the_job_with_one_line(case):
     text = explain(proc)
     assert proc.returncode != 0 and "EXACT" not in proc.stdout and "WRONG" not in proc.stdout, text
     # (an InitializeError nobody catches is its sentence alone: no traceback, no class name)
-    lines = re.findall(r"mpi-collectives: the ranks of this job chose different settings.*?or unset it everywhere\.",
+    lines = re.findall(r"mpi-collectives: error: the ranks of this job chose different settings.*?or unset it "
+                       r"everywhere\.",
                        proc.stderr)
     assert len(lines) == 3, text  # every rank
     assert re.search(rf"{name} is [^;|]+ on ranks 0-1[^;|]*; {re.escape(value)} on rank 2", lines[0]), text
@@ -281,7 +282,7 @@ def test_ranks_whose_tuning_files_differ_in_the_node_path_stop_the_job_with_one_
                       "ONLY_ON": f"1:MPI_COLLECTIVES_TUNING_FILE={paths[1]}"})
     text = explain(proc)
     assert proc.returncode != 0 and "EXACT" not in proc.stdout and "WRONG" not in proc.stdout, text
-    lines = re.findall(r"mpi-collectives: the ranks of this job chose different settings.*?for every rank\.",
+    lines = re.findall(r"mpi-collectives: error: the ranks of this job chose different settings.*?for every rank\.",
                        proc.stderr)
     assert len(lines) == 2, text  # every rank
     assert "differ: MPI_COLLECTIVES_NODE_PATH is 1 on rank 0 (the tuning file); 0 on rank 1 (the tuning file). " \
@@ -353,11 +354,11 @@ def test_a_crash_inside_mpi_init_from_settings_that_differ_is_named():
 # before it spoke to the launcher is not a failure to them (native base/launcher_abort.c).
 BEFORE_INIT = {
     "setting": ("MPI_COLLECTIVES_BIND_CPUS=7",
-                r"mpi-collectives: MPI_COLLECTIVES_BIND_CPUS=7 is not a whole number from 0 to 2"),
+                r"mpi-collectives: error: MPI_COLLECTIVES_BIND_CPUS=7 is not a whole number from 0 to 2"),
     "library": ("MPI_COLLECTIVES_LIBMPI=/nonexistent/libmpi.so",
-                r"mpi-collectives: no MPI library could be loaded \(/nonexistent/libmpi\.so"),
+                r"mpi-collectives: error: no MPI library could be loaded \(/nonexistent/libmpi\.so"),
     # An Open MPI library where the machine has one (the launcher's family then differs), else none
-    "abi": ("MPI_COLLECTIVES_ABI=openmpi", r"mpi-collectives: (error: process 1 of 3 was started by a Hydra mpiexec"
+    "abi": ("MPI_COLLECTIVES_ABI=openmpi", r"mpi-collectives: error: (process 1 of 3 was started by a Hydra mpiexec"
                                            r"|no MPI library could be loaded \(no libmpi\.so\.40 )")}
 
 

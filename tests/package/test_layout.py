@@ -42,6 +42,11 @@ def test_a_crowded_node_gets_one_sentence_naming_the_advised_layout():
     assert line.startswith("8 ranks share node n0 (16 cores, 2 sockets, 2 NUMA domains), as on 1 other node: "), line
     assert "one rank per socket (2 on n0) with all its cores" in line and "`mpi-collectives layouts`" in line, line
     assert "\n" not in line
+    # Advice by class of program, each with what was measured: not one rule for every program.
+    assert ": the faster layout depends on the program: a dense data-parallel step ran 3-10x faster as " in line, line
+    assert ("(a 16-core node: 32 ms a step as 1 rank, 99-336 ms as 2-16 ranks), Monte Carlo sampling 1.55x faster as "
+            "one rank per core (NetKet's VMC on 2 cores: 20 ms an iteration as 2 ranks, 31 as 1); measure yours with "
+            "`mpi-collectives layouts` (docs/layout.md)") in line, line
     one_socket = [placement("w", range(4), 4, 4, 1, 1) for _ in range(2)]
     assert "as one rank per node with all its cores" in layout.advice(one_socket)
     assert layout.describe(one_socket) == ["w: 2 ranks, 4 CPUs each (the same set for all: the launcher bound none); "
@@ -64,8 +69,10 @@ def test_initialize_notes_a_crowded_node_once_and_can_be_silenced():
     assert crowded.returncode == 0 and crowded.stdout.count("PASS") == 2, explain(crowded)
     notes = [line for line in crowded.stderr.splitlines() if line.startswith("mpi-collectives: note: ")]
     assert len(notes) == 1, explain(crowded)  # once a job, from rank 0
-    assert re.match(r"mpi-collectives: note: 2 ranks share node \S+ \(\d+ (cores|CPUs)\): a dense JAX program often "
-                    r"runs several times faster as one rank per node with all its cores ", notes[0]), notes[0]
+    assert re.match(r"mpi-collectives: note: 2 ranks share node \S+ \(\d+ (cores|CPUs)\): the faster layout depends "
+                    r"on the program: a dense data-parallel step ran 3-10x faster as one rank per node with all its "
+                    r"cores \(.*\), Monte Carlo sampling 1\.55x faster as one rank per core \(.*\); measure yours with "
+                    r"`mpi-collectives layouts` \(docs/layout\.md\)\. ", notes[0]), notes[0]
     assert notes[0].endswith("MPI_COLLECTIVES_LAYOUT_NOTE=0 silences this line."), notes[0]
     silenced = mpirun(2, program, env={"MPI_COLLECTIVES_LAYOUT_NOTE": "0"})
     assert silenced.returncode == 0 and "note:" not in silenced.stderr, explain(silenced)
@@ -117,6 +124,39 @@ def test_layouts_times_a_program_at_each_layout(tmp_path):
     data = json.loads(out.read_text())
     assert [r["ranks"] for r in data["rows"]] == [1, 2] and all(len(r["time"]) == 1 for r in data["rows"]), data
     assert data["rows"][1]["command"][-5:] == [EXAMPLE, "--global-batch", "64", "--steps", "12"]
+
+
+@once
+@pytest.mark.jax
+def test_layouts_without_time_warns_when_start_up_decides():
+    """A run of about a second judged by wall-clock time: start-up is most of it, and it says so."""
+    proc = layouts("--per-node", "1,2", "--", PY, "-c", "import mpi_collectives; mpi_collectives.initialize()")
+    assert proc.returncode == 0, explain(proc)
+    assert re.search(r"^ranks/node +ranks +CPUs/rank +wall s +start-up s +/fastest$", proc.stdout, re.M), explain(proc)
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("mpi-collectives layouts: warning: ")]
+    assert len(warnings) == 1, explain(proc)
+    assert re.match(r"mpi-collectives layouts: warning: start-up alone \(launching the ranks, Python, jax and "
+                    r"initialize\(\), timed by a launch of each layout that does only that\) took [\d.-]+ s of the "
+                    r"launches' [\d.-]+ s \(up to \d+%\): the wall-clock times compare start-ups more than your "
+                    r"program's work", warnings[0]), warnings[0]
+    assert "Time the work instead: --time REGEX on a time your program prints" in warnings[0], warnings[0]
+
+
+def test_the_start_up_warning_speaks_only_when_start_up_weighs():
+    from mpi_collectives.tools.layouts import startup_warning
+
+    def row(per_node, wall, startup):
+        return {"per_node": per_node, "failed": None, "median": wall, "startup_s": startup}
+    # minutes of work: start-up is a few per cent, and the order stands
+    assert startup_warning([row(1, 120.0, 3.0), row(2, 200.0, 4.0)]) == ""
+    # a short run: start-up is most of each launch
+    said = startup_warning([row(1, 6.0, 3.0), row(2, 6.5, 4.4)])
+    assert "took 3.0-4.4 s of the launches' 6.0-6.5 s (up to 68%)" in said, said
+    assert "; less start-up, 2 ranks per node would be the fastest (2.1 s against 3.0 s)" in said, said
+    # start-up a small share, but it alone orders the layouts
+    said = startup_warning([row(1, 100.0, 2.0), row(2, 101.0, 4.0)])
+    assert "(up to 4%)" in said and "less start-up, 2 ranks per node would be the fastest" in said, said
+    assert startup_warning([dict(row(1, 6.0, 3.0), failed="exit 1"), row(2, 6.0, None)]) == ""
 
 
 def test_layouts_fills_in_the_layout_for_programs_that_ask():

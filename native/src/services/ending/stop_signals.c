@@ -36,11 +36,13 @@ static int grace_seconds;              /* > 0 once the program asks the preempti
 static int in_grace;
 static sem_t grace_started;
 
-static void end_now(const char *text, size_t len, int sig) {
+/* The line, and the flight record where the line points to it (the grace ran out: where was the
+ * rank?); a plain SIGTERM (scancel, a time limit) is the one line the docs promise. */
+static void end_now(const char *text, size_t len, int sig, int with_record) {
   ssize_t w = write(2, text, len);
   (void)w;
   mpic_watch_self_quiet();
-  mpic_flight_report_from_signal(record_head, record_head_len);
+  if (with_record) mpic_flight_report_from_signal(record_head, record_head_len);
   /* A moment for the launcher to forward the line before it sees the rank
    * end: Hydra's proxy, itself stopping, once dropped one rank's line of
    * three (CI, MPI-5 ABI configuration). */
@@ -66,7 +68,7 @@ static void on_stop(int sig) {
     sem_post(&grace_started);
     return;
   }
-  end_now(line, line_len, sig);
+  end_now(line, line_len, sig, 0);
 }
 
 static void *end_after_grace(void *unused) {
@@ -76,7 +78,7 @@ static void *end_after_grace(void *unused) {
   struct timespec grace = {__atomic_load_n(&grace_seconds, __ATOMIC_SEQ_CST), 0};
   while (nanosleep(&grace, &grace) != 0) {
   }
-  end_now(too_late_line, too_late_line_len, SIGTERM);
+  end_now(too_late_line, too_late_line_len, SIGTERM, 1);
   return NULL;
 }
 
