@@ -17,12 +17,14 @@ from ..base.launchers import launcher_rank_size
 
 def start(backend: str, coordinator: str = None) -> tuple:
     """(jax, rank, size) once jax.distributed is up over `backend` ("mpi",
-    "plain" or "gloo"; the coordinator of the last two listens on
+    "plain", "xla-mpi" or "gloo"; the coordinator of the last three listens on
     `coordinator`, host:port)."""
     if backend == "gloo":
         return start_gloo(coordinator)
     if backend == "plain":
         return start_plain(coordinator)
+    if backend == "xla-mpi":
+        return start_xla_mpi(coordinator)
     import mpi_collectives
     info = mpi_collectives.initialize()
     import jax
@@ -39,6 +41,18 @@ def start_gloo(coordinator: str) -> tuple:
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(coordinator, size, rank)
     return jax, rank, size
+
+
+def start_xla_mpi(coordinator: str) -> tuple:
+    """(jax, rank, size) over XLA's own MPI collectives through an MPIwrapper built for the MPI the
+    launcher runs (scripts/build_mpiwrapper.sh; MPI_COLLECTIVES_BENCH_MPIWRAPPER its library): what
+    NetKet's CPU users are told to set up (mpibackend4jax), none of this package in the calls."""
+    wrapper = os.environ.get("MPI_COLLECTIVES_BENCH_MPIWRAPPER")
+    if not wrapper:
+        raise RuntimeError("the xla-mpi backend needs MPI_COLLECTIVES_BENCH_MPIWRAPPER: an MPIwrapper library "
+                           "(scripts/build_mpiwrapper.sh)")
+    os.environ["MPITRAMPOLINE_LIB"] = wrapper  # before jax is imported: MPItrampoline reads it then
+    return start_plain(coordinator)
 
 
 def start_plain(coordinator: str) -> tuple:

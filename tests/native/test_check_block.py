@@ -34,10 +34,13 @@ def signature(kind, op, dtype, count):
     return KINDS[kind] << 56 | (OPS[op] if op else 0) << 48 | TYPES[dtype] << 40 | count
 
 
-def combine(harness, a, b):
-    """a and b: (signature, carry, payload bytes). Returns (agreed, payload bytes)."""
+def combine(harness, a, b, small=False):
+    """a and b: (signature, carry, payload bytes). Returns (agreed, payload bytes). small: the small
+    block's reduction (MPIC_BLOCK_SMALL_PAYLOAD bytes of data)."""
     args = [x for sig, carry, data in (a, b) for x in (str(sig), str(carry), data.hex())]
-    out = subprocess.run([harness] + args, check=True, capture_output=True, text=True, timeout=30).stdout.split()
+    env = dict(os.environ, CHECK_BLOCK_SMALL="1" if small else "0")
+    out = subprocess.run([harness] + args, check=True, capture_output=True, text=True, timeout=30,
+                         env=env).stdout.split()
     return out[1] == "1", bytes.fromhex(out[3])
 
 
@@ -100,3 +103,20 @@ def test_blocks_that_disagree_never_mix_their_data(harness, other):
     # The same in the other order.
     bad = combine(harness, (sig, REDUCE, x.tobytes()), (theirs[0], theirs[1], x.tobytes()))
     assert not bad[0]
+
+
+SMALL = 64  # MPIC_BLOCK_SMALL_PAYLOAD
+
+
+def test_the_small_block_reduces_what_fits(harness):
+    """The small block (agreement.c uses it once a communicator's calls carried at most 64 bytes
+    for a while): the same reduction on its 64 bytes; a call whose data would not fit is never
+    reduced in it (its signature says more than 64 bytes: the data move in their own call)."""
+    x, y = np.arange(16, dtype=np.float32), np.arange(16, dtype=np.float32) * 3
+    sig = signature("all-reduce", "sum", np.float32, 16)
+    agreed, data = combine(harness, (sig, REDUCE, x.tobytes()), (sig, REDUCE, y.tobytes()), small=True)
+    assert agreed and len(data) == SMALL and np.array_equal(np.frombuffer(data, np.float32), x + y)
+    big = signature("all-reduce", "sum", np.float32, 17)  # 68 bytes: more than the small block holds
+    x17 = np.arange(17, dtype=np.float32)
+    agreed, data = combine(harness, (big, REDUCE, x17.tobytes()), (big, REDUCE, x17.tobytes()), small=True)
+    assert agreed and np.array_equal(np.frombuffer(data, np.float32), x17[:16])  # untouched

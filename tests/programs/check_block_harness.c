@@ -5,7 +5,9 @@
  *     check_block_harness SIG_A CARRY_A HEX_A SIG_B CARRY_B HEX_B
  *
  * A is the library's `in` operand, B its `inout`. Prints "agreed 0|1" and
- * "payload HEX" of the result (all MPIC_BLOCK_PAYLOAD bytes). */
+ * "payload HEX" of the result (all MPIC_BLOCK_PAYLOAD bytes). With
+ * CHECK_BLOCK_SMALL=1 in the environment, the small block's reduction
+ * (MPIC_BLOCK_SMALL_PAYLOAD bytes of data; the rest of B left as it was). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +32,13 @@ int main(int argc, char **argv) {
   fill(&a, argv[1], argv[2], argv[3]);
   fill(&b, argv[4], argv[5], argv[6]);
   int one = 1;
-  mpic_block_reduce(&a, &b, &one, NULL);
+  int small = getenv("CHECK_BLOCK_SMALL") && !strcmp(getenv("CHECK_BLOCK_SMALL"), "1");
+  if (small)
+    mpic_block_reduce_small(&a, &b, &one, NULL);
+  else
+    mpic_block_reduce(&a, &b, &one, NULL);
   printf("agreed %d\npayload ", mpic_block_agreed(&b));
-  for (size_t i = 0; i < MPIC_BLOCK_PAYLOAD; i++) printf("%02x", b.payload[i]);
+  for (size_t i = 0; i < (small ? MPIC_BLOCK_SMALL_PAYLOAD : MPIC_BLOCK_PAYLOAD); i++) printf("%02x", b.payload[i]);
   printf("\n");
   return 0;
 }

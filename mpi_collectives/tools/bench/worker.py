@@ -2,7 +2,8 @@
 
     mpiexec -n N python -m mpi_collectives.tools.bench.worker PATH OUT.json SIZES ITERS_SCALE [OPS]
 
-PATH is jax-mpi, jax-gloo, jax-call (the same jitted programs with the
+PATH is jax-mpi, jax-gloo, jax-xla-mpi (XLA's own MPI collectives through an
+MPIwrapper: MPI_COLLECTIVES_BENCH_MPIWRAPPER), jax-call (the same jitted programs with the
 collective replaced by a local op of the same output shape), mpi4py, c
 (the C loop through the wrapper and directly, and the memory floor), or, for
 `tune`, c-wrapper (the C loop through the wrapper only) and jax-step (the
@@ -77,7 +78,7 @@ def start_jax(impl):
 
 
 def run_jax(path, sizes, scale, out, ops=OPS):
-    jax, rank, size = start_jax("gloo" if path == "jax-gloo" else "mpi")
+    jax, rank, size = start_jax({"jax-gloo": "gloo", "jax-xla-mpi": "xla-mpi"}.get(path, "mpi"))
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
     mesh = Mesh(np.array(jax.devices()), ("x",))

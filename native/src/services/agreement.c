@@ -29,20 +29,43 @@
 #include "settings.h"
 #include "signature.h"
 
-/* The check's block as a datatype of its own, and its reduction: made once,
- * at the first check (MPI is up by then). */
-static MPIABI_Datatype block_type; /* set by make_block */
-static MPIABI_Op block_op;
+/* The check's blocks as datatypes of their own, and their reductions: made
+ * once, at the first check (MPI is up by then). [0] the small block, [1] the
+ * whole one. */
+static MPIABI_Datatype block_type[2]; /* set by make_blocks */
+static MPIABI_Op block_op[2];
 static int block_error = 0;
 static pthread_once_t block_once = PTHREAD_ONCE_INIT;
 
-static void make_block(void) {
+static void make_blocks(void) {
   /* One element of the block's size: the library reduces whole blocks,
    * never a part of one (a segmenting algorithm splits between elements). */
-  int ret = mpic_next_Type_contiguous((int)sizeof(struct mpic_block), MPIABI_BYTE, &block_type);
-  if (ret == 0) ret = mpic_next_Type_commit(&block_type);
-  if (ret == 0) ret = mpic_next_Op_create((MPIABI_User_function *)mpic_block_reduce, 1, &block_op);
+  static const size_t payload[2] = {MPIC_BLOCK_SMALL_PAYLOAD, MPIC_BLOCK_PAYLOAD};
+  MPIABI_User_function *reduce[2] = {(MPIABI_User_function *)mpic_block_reduce_small,
+                                     (MPIABI_User_function *)mpic_block_reduce};
+  int ret = 0;
+  for (int i = 0; i < 2 && ret == 0; i++) {
+    ret = mpic_next_Type_contiguous((int)mpic_block_bytes(payload[i]), MPIABI_BYTE, &block_type[i]);
+    if (ret == 0) ret = mpic_next_Type_commit(&block_type[i]);
+    if (ret == 0) ret = mpic_next_Op_create(reduce[i], 1, &block_op[i]);
+  }
   block_error = ret;
+}
+
+/* The block's room for the next call on r: the small block once
+ * MPIC_SMALL_AFTER agreed calls in a row carried no more than its payload (a
+ * loop of scalar psums, or of collectives too large to carry), else the
+ * whole one. Chosen from calls every rank agreed, so every rank picks the
+ * same size whatever it calls next; a call whose data do not fit the room
+ * chosen is checked in the block and moved by its own call after. */
+#define MPIC_SMALL_AFTER MPIC_BLOCK_STREAK_START
+size_t mpic_agreement_room(const struct mpic_record *r) {
+  return r->block_streak >= MPIC_SMALL_AFTER ? MPIC_BLOCK_SMALL_PAYLOAD : MPIC_BLOCK_PAYLOAD;
+}
+
+void mpic_agreement_learn(struct mpic_record *r, size_t carried_bytes) {
+  int whole = carried_bytes > MPIC_BLOCK_SMALL_PAYLOAD && carried_bytes <= MPIC_BLOCK_PAYLOAD;
+  r->block_streak = whole ? 0 : r->block_streak < MPIC_SMALL_AFTER ? r->block_streak + 1 : MPIC_SMALL_AFTER;
 }
 
 int mpic_agreement_on(void) { return mpic_settings.check_collectives; }
@@ -102,10 +125,11 @@ static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct mp
 }
 
 void mpic_agreement_agree(const struct mpic_record *r, const struct mpic_call *c, uint64_t sig,
-                          struct mpic_block *b) {
-  pthread_once(&block_once, make_block);
+                          struct mpic_block *b, size_t room) {
+  pthread_once(&block_once, make_blocks);
   if (block_error) mpic_call_failed("MPI_Op_create", block_error);
-  int ret = mpic_next_Allreduce(MPIABI_IN_PLACE, b, 1, block_type, block_op, r->comm);
+  int whole = room > MPIC_BLOCK_SMALL_PAYLOAD;
+  int ret = mpic_next_Allreduce(MPIABI_IN_PLACE, b, 1, block_type[whole], block_op[whole], r->comm);
   if (ret != 0) mpic_call_failed("MPI_Allreduce", ret);
   if (!mpic_block_agreed(b)) disagree(r->comm, c, sig);
 }

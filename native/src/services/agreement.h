@@ -11,11 +11,18 @@
 
 /* Are the checks on (MPI_COLLECTIVES_CHECK_COLLECTIVES)? */
 int mpic_agreement_on(void);
+/* The data the block can carry in the next call on r (bytes): the same on
+ * every rank, chosen from the calls they agreed before. */
+size_t mpic_agreement_room(const struct mpic_record *r);
+/* After a call agreed on r: how many bytes it would have carried in a whole
+ * block (0 for none), which chooses the room of the calls after it. */
+void mpic_agreement_learn(struct mpic_record *r, size_t carried_bytes);
 /* The check on communicator r: `b` already holds what this rank carries
- * (mpic_block_start, then its payload). Returns once every rank called the
- * same collective, b->payload holding the carried result; ends the job with
- * one line naming what each rank called when they differ. */
+ * (mpic_block_start, then its payload, within `room`: mpic_agreement_room's).
+ * Returns once every rank called the same collective, b->payload holding the
+ * carried result; ends the job with one line naming what each rank called
+ * when they differ. */
 void mpic_agreement_agree(const struct mpic_record *r, const struct mpic_call *c, uint64_t sig,
-                          struct mpic_block *b);
+                          struct mpic_block *b, size_t room);
 
 #endif

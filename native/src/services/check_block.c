@@ -15,8 +15,11 @@
  * do; the quiet NaN, whatever the operands' payloads), and +0 over -0 for the maximum (-0 for the minimum). */
 #include "check_block.h"
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 #include "signature_codes.h"
+
+_Static_assert(offsetof(struct mpic_block, payload) == MPIC_BLOCK_HEADER, "the words come first");
 
 void mpic_block_start(struct mpic_block *b, uint64_t sig, int carry) {
   memset(b, 0, sizeof *b);
@@ -97,10 +100,10 @@ typedef double float64;
 FLOATS(float32)
 FLOATS(float64)
 
-static void reduce_data(uint64_t sig, const unsigned char *in, unsigned char *inout) {
+static void reduce_data(uint64_t sig, const unsigned char *in, unsigned char *inout, size_t payload) {
   unsigned op = mpic_sig_op(sig);
   size_t n = (size_t)mpic_sig_count(sig), size = mpic_block_reducible(sig);
-  if (!size || n * size > MPIC_BLOCK_PAYLOAD) return;
+  if (!size || n * size > payload) return;
   switch (mpic_sig_type(sig)) {
     case MPIC_T_F32: reduce_float32(op, n, in, inout); break;
     case MPIC_T_F64: reduce_float64(op, n, in, inout); break;
@@ -117,30 +120,40 @@ static void reduce_data(uint64_t sig, const unsigned char *in, unsigned char *in
 
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-static void combine(const struct mpic_block *in, struct mpic_block *inout) {
+/* One block of `payload` bytes of data onto another, in the library's
+ * buffers (which need not be aligned for the words: copied out and back). */
+static void combine(const unsigned char *in, unsigned char *inout, size_t payload) {
+  struct mpic_block a, b; /* their words only */
+  memcpy(&a, in, MPIC_BLOCK_HEADER);
+  memcpy(&b, inout, MPIC_BLOCK_HEADER);
   /* The data are combined only when both sides hold blocks of ranks that
    * all agree, and agree with each other. */
-  if (mpic_block_agreed(in) && mpic_block_agreed(inout) && in->sig == inout->sig && in->carry == inout->carry) {
-    if (in->carry == MPIC_CARRY_REDUCE) {
-      reduce_data(in->sig, in->payload, inout->payload);
-    } else if (in->carry == MPIC_CARRY_PLACE) {
-      for (size_t i = 0; i < MPIC_BLOCK_PAYLOAD; i++) inout->payload[i] |= in->payload[i];
+  if (mpic_block_agreed(&a) && mpic_block_agreed(&b) && a.sig == b.sig && a.carry == b.carry) {
+    if (a.carry == MPIC_CARRY_REDUCE) {
+      reduce_data(a.sig, in + MPIC_BLOCK_HEADER, inout + MPIC_BLOCK_HEADER, payload);
+    } else if (a.carry == MPIC_CARRY_PLACE) {
+      for (size_t i = 0; i < payload; i++) inout[MPIC_BLOCK_HEADER + i] |= in[MPIC_BLOCK_HEADER + i];
     }
   }
-  inout->sig = max64(in->sig, inout->sig);
-  inout->not_sig = max64(in->not_sig, inout->not_sig);
-  inout->carry = max64(in->carry, inout->carry);
-  inout->not_carry = max64(in->not_carry, inout->not_carry);
+  b.sig = max64(a.sig, b.sig);
+  b.not_sig = max64(a.not_sig, b.not_sig);
+  b.carry = max64(a.carry, b.carry);
+  b.not_carry = max64(a.not_carry, b.not_carry);
+  memcpy(inout, &b, MPIC_BLOCK_HEADER);
+}
+
+static void reduce_blocks(void *in, void *inout, int len, size_t payload) {
+  size_t stride = mpic_block_bytes(payload);
+  for (int i = 0; i < len; i++)
+    combine((const unsigned char *)in + (size_t)i * stride, (unsigned char *)inout + (size_t)i * stride, payload);
 }
 
 void mpic_block_reduce(void *in, void *inout, int *len, void *type) {
   (void)type; /* always the block's own datatype */
-  for (int i = 0; i < *len; i++) {
-    /* The library's buffers need not be aligned for the block's words. */
-    struct mpic_block a, b;
-    memcpy(&a, (const char *)in + (size_t)i * sizeof a, sizeof a);
-    memcpy(&b, (char *)inout + (size_t)i * sizeof b, sizeof b);
-    combine(&a, &b);
-    memcpy((char *)inout + (size_t)i * sizeof b, &b, sizeof b);
-  }
+  reduce_blocks(in, inout, *len, MPIC_BLOCK_PAYLOAD);
+}
+
+void mpic_block_reduce_small(void *in, void *inout, int *len, void *type) {
+  (void)type;
+  reduce_blocks(in, inout, *len, MPIC_BLOCK_SMALL_PAYLOAD);
 }

@@ -20,11 +20,15 @@ struct mpic_record {
   int live;     /* 0: free for the next communicator */
   int id;       /* the split of the world that made it (flight.h: mpic_flight_new_split); -1: none */
   unsigned seq; /* its collectives so far */
+  unsigned block_streak; /* agreed calls in a row that a small check block could carry (agreement.c) */
   int size, rank;
   int *members; /* size ranks in MPI_COMM_WORLD, or NULL when they could not be read */
   struct mpic_node *node; /* set once the node path attached a window at the first call it takes */
   int node_state;         /* MPIC_NODE_UNKNOWN until then; MPIC_NODE_ATTACHED; MPIC_NODE_LIBRARY for good */
 };
+/* Agreed calls in a row that fit the small check block before it is used; a new communicator's
+ * checks begin with it (agreement.c). */
+#define MPIC_BLOCK_STREAK_START 16
 enum { MPIC_NODE_UNKNOWN = 0, MPIC_NODE_ATTACHING, MPIC_NODE_ATTACHED, MPIC_NODE_LIBRARY };
 
 /* A communicator XLA has just created: recorded, its errors returned to the

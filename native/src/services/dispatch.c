@@ -33,10 +33,16 @@ int mpic_dispatch(struct mpic_record *r, const struct mpic_call *c, const struct
   mpic_ticket ticket = r ? mpic_record_begin(r, sig) : MPIC_NO_TICKET;
   if (r && mpic_agreement_on() && c->kind != MPIC_ALL_TO_ALL) {
     struct mpic_block b;
-    int carried = carry && carry->mode != MPIC_CARRY_NONE;
+    size_t room = mpic_agreement_room(r), needs = 0;
+    if (carry && carry->mode != MPIC_CARRY_NONE) { /* the same on every rank that called the same */
+      size_t in = carry->in_at + carry->in_bytes, out = carry->out_from + carry->out_bytes;
+      needs = in > out ? in : out;
+    }
+    int carried = needs && needs <= room;
     mpic_block_start(&b, sig, carried ? carry->mode : MPIC_CARRY_NONE);
     if (carried) memcpy(b.payload + carry->in_at, carry->in, carry->in_bytes);
-    mpic_agreement_agree(r, c, sig, &b);
+    mpic_agreement_agree(r, c, sig, &b, room);
+    mpic_agreement_learn(r, needs);
     if (carried) {
       memcpy(carry->out, b.payload + carry->out_from, carry->out_bytes);
       mpic_flight_end(ticket);

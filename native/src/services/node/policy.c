@@ -98,6 +98,9 @@ int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *a
     return 0;
   struct measure m;
   if (!measure_of(r, call, args, &m) || !(mpic_settings.node_path_collectives & m.collective) || m.count <= 0) return 0;
+  /* no element of signature.c's table is larger than 16 bytes: a small call stops here, before the table
+   * is searched and the library asked the type's size (a psum of 8 bytes is a few microseconds in all) */
+  if (m.count * 16 < (int64_t)mpic_settings.node_path_min) return 0;
   int esize = computes_right(&m);
   if (!esize || esize > MPIC_NODE_CHUNK / r->size) return 0; /* a reduce-scatter's piece holds an element */
   int64_t bytes = (int64_t)esize * m.count;
