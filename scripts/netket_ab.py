@@ -1,0 +1,99 @@
+"""NetKet's variational Monte Carlo step, one way of running it per launch, in interleaved rounds: the
+table of docs/netket.md, re-measured in one sitting (issue 61). The problem of examples/netket_vmc.py
+(20-site Ising ring, RBM, MetropolisLocal with 16 chains, 1008 samples, VMC_SR).
+
+    python scripts/netket_ab.py [--rounds 3] [--iterations 60] [--mpiwrapper LIB] [--venv .venv-mpich]
+
+The ways: one process with one CPU device; one process with 2 (NetKet's single-node recipe); 2 ranks
+through the package on the mpich wheel; 2 ranks over gloo; and, where Debian's Open MPI is installed,
+2 ranks through the package on it and, with --mpiwrapper (scripts/build_mpiwrapper.sh), XLA's own MPI
+collectives through MPIwrapper on it (mpibackend4jax's way). Each launch runs this file as a worker
+(`--worker BACKEND`): JAX started as that way starts it (mpi_collectives.tools.backends), the step
+timed as the median between iterations past the first. Prints one line per way: the median over
+the rounds and each round's figure, milliseconds an iteration. Every launch has a timeout."""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def worker(backend: str, iterations: int) -> None:
+    if backend == "one":  # JAX alone: the package not even imported
+        import jax
+    else:
+        from mpi_collectives.tools.backends import start
+        jax, _, _ = start(backend, os.environ.get("MPI_COLLECTIVES_BENCH_COORDINATOR"))
+    import netket as nk
+    import numpy as np
+    hilbert = nk.hilbert.Spin(s=0.5, N=20)
+    hamiltonian = nk.operator.Ising(hilbert, nk.graph.Chain(20, pbc=True), h=1.0)
+    sampler = nk.sampler.MetropolisLocal(hilbert, n_chains=16)
+    state = nk.vqs.MCState(sampler, nk.models.RBM(alpha=1), n_samples=1008, seed=1234, sampler_seed=1235)
+    driver = nk.driver.VMC_SR(hamiltonian, nk.optimizer.Sgd(learning_rate=0.02), diag_shift=0.1,
+                              variational_state=state)
+    stamps = []
+    driver.run(n_iter=iterations, out=(), callback=lambda *a: stamps.append(time.perf_counter()) or True,
+               show_progress=False)
+    if jax.process_index() == 0:
+        print(f"MS {float(np.median(np.diff(stamps[1:])) * 1e3):.2f}", flush=True)
+
+
+def ways(venv: str, mpiwrapper: str) -> dict:
+    py, mpiexec = os.path.join(venv, "bin", "python"), os.path.join(venv, "bin", "mpiexec")
+    me = os.path.abspath(__file__)
+    out = {"one process, one CPU device": ([py, me, "--worker", "one"], {"JAX_NUM_CPU_DEVICES": "1"}),
+           "one process, 2 CPU devices": ([py, me, "--worker", "one"], {"JAX_NUM_CPU_DEVICES": "2"}),
+           "2 ranks through the package, the mpich wheel": ([mpiexec, "-n", "2", py, me, "--worker", "mpi"], {}),
+           "2 ranks over gloo": ([mpiexec, "-n", "2", py, me, "--worker", "gloo"], {})}
+    if os.path.exists("/usr/bin/mpirun.openmpi"):
+        ompi = ["/usr/bin/mpirun.openmpi", "--oversubscribe", "-n", "2", "-x", "PYTHONPATH", "-x", "JAX_PLATFORMS",
+                "-x", "MPI_COLLECTIVES_BENCH_COORDINATOR", "-x", "MPI_COLLECTIVES_BENCH_MPIWRAPPER",
+                "-x", "MPI_COLLECTIVES_LAYOUT_NOTE"]
+        out["2 ranks through the package, Debian's Open MPI 4.1"] = (ompi + [py, me, "--worker", "mpi"], {})
+        if mpiwrapper:
+            out["2 ranks, XLA's own MPI collectives through MPIwrapper, Debian's Open MPI 4.1"] = (
+                ompi + [py, me, "--worker", "xla-mpi"], {"MPI_COLLECTIVES_BENCH_MPIWRAPPER": mpiwrapper})
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=60)
+    parser.add_argument("--mpiwrapper", default="", help="libmpiwrapper.so (scripts/build_mpiwrapper.sh)")
+    parser.add_argument("--venv", default=os.path.join(ROOT, ".venv-mpich"))
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.iterations)
+        return 0
+    from mpi_collectives.tools.launching import free_port  # the venv's package (run from outside the checkout)
+    results = {}
+    for _ in range(args.rounds):
+        for name, (cmd, extra) in ways(args.venv, args.mpiwrapper).items():
+            env = dict(os.environ, JAX_PLATFORMS="cpu", MPI_COLLECTIVES_LAYOUT_NOTE="0",
+                       OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                       MPI_COLLECTIVES_BENCH_COORDINATOR=f"127.0.0.1:{free_port()}", **extra)
+            try:
+                proc = subprocess.run(cmd + ["--iterations", str(args.iterations)], env=env, capture_output=True,
+                                      text=True, timeout=600, cwd="/tmp")
+                ms = [float(line.split()[1]) for line in proc.stdout.splitlines() if line.startswith("MS ")]
+                why = f"exit {proc.returncode}: {proc.stderr[-400:]}"
+            except subprocess.TimeoutExpired:
+                ms, why = [], "no end within 600 s"
+            results.setdefault(name, []).append(ms[0] if ms else None)
+            if not ms:
+                print(f"{name}: no figure ({why})", file=sys.stderr)
+    for name, figures in results.items():
+        got = [f for f in figures if f is not None]
+        median = f"{statistics.median(got):7.1f}" if got else "      -"
+        print(f"{name:80s} {median} ms an iteration  {figures}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
