@@ -4,8 +4,6 @@
 #include <string.h>
 #include "internal.h"
 
-static int64_t piece(int64_t count, int64_t first, int64_t most) { return count - first < most ? count - first : most; }
-
 /* Rank q's counts[q] elements go to at[q] in every rank's result, chunk by
  * chunk: each rank copies its next piece (at most MPIC_NODE_CHUNK bytes)
  * into its share, publishes, and copies every rank's piece into its place in
@@ -20,11 +18,11 @@ void mpic_node_gather_parts(struct mpic_node *n, const char *in, char *out, cons
     if (counts[q] > longest) longest = counts[q];
   for (int64_t first = 0, chunk = 0; first < longest; first += per_chunk, chunk++) {
     size_t half = mpic_turn_begin(n, chunk);
-    int64_t mine = piece(counts[n->rank], first, per_chunk);
+    int64_t mine = mpic_node_piece(counts[n->rank], first, per_chunk);
     if (mine > 0) memcpy(n->shares[n->rank] + half, in + first * esize, (size_t)(mine * esize));
     mpic_turn_publish(n, half);
     for (int q = 0; q < n->size; q++) {
-      int64_t count = piece(counts[q], first, per_chunk);
+      int64_t count = mpic_node_piece(counts[q], first, per_chunk);
       if (count > 0 && (q != n->rank || !in_place))
         memcpy(out + (at[q] + first) * esize, n->shares[q] + half, (size_t)(count * esize));
     }

@@ -66,6 +66,10 @@ void mpic_turn_sync(struct mpic_node *n);
 void mpic_turn_fence(struct mpic_node *n);
 /* MPI_Reduce_local on count elements; the library's arithmetic. */
 void mpic_node_reduce_local(const void *in, void *inout, int64_t count, MPIABI_Datatype type, MPIABI_Op op);
+/* Of a part of `count` elements, how many from element `first` on fit in `most`. */
+static inline int64_t mpic_node_piece(int64_t count, int64_t first, int64_t most) {
+  return count - first < most ? count - first : most;
+}
 /* Where each of P parts begins (at[q]) and how long it is (at[P + q]), calloc'd. */
 int64_t *mpic_node_parts(int64_t P, const char *what);
 

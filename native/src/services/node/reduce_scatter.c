@@ -4,8 +4,6 @@
 #include <string.h>
 #include "internal.h"
 
-static int64_t piece(int64_t count, int64_t first, int64_t most) { return count - first < most ? count - first : most; }
-
 /* Every rank's input is the concatenation of P parts (part q: counts[q]
  * elements at at[q]); rank q's result, `out`, is part q reduced over the
  * ranks. Chunk by chunk along the parts: each rank copies the next
@@ -24,11 +22,11 @@ void mpic_node_reduce_parts(struct mpic_node *n, const char *in, char *out, cons
     size_t half = mpic_turn_begin(n, chunk);
     char *share = n->shares[n->rank] + half;
     for (int64_t q = 0; q < P; q++) {
-      int64_t count = piece(counts[q], first, per_part);
+      int64_t count = mpic_node_piece(counts[q], first, per_part);
       if (count > 0) memcpy(share + q * per_part * esize, in + (at[q] + first) * esize, (size_t)(count * esize));
     }
     mpic_turn_publish(n, half);
-    int64_t count = piece(mine, first, per_part);
+    int64_t count = mpic_node_piece(mine, first, per_part);
     if (count <= 0) continue; /* after the publication: every rank makes every chunk's */
     size_t from = (size_t)(n->rank * per_part * esize);
     memcpy(out + first * esize, share + from, (size_t)(count * esize));
