@@ -19,6 +19,18 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "mpi(min_size): run under mpiexec")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """MPI starts through initialize() before pytest-mpi's own pytest_runtest_setup imports mpi4py,
+    whose MPI_Init would start it first: the package's start-up (its MPI_Init watchdog, its
+    zero-filled MPI_Init under srun, native init_memory.c) is what a user's program runs. Under srun
+    on the simulated cluster, mpi4py's MPI_Init had slurmstepd cut MPICH's PMI put in 3 launches of
+    11 (docs/troubleshooting.md), initialize()'s in none of 8. Later calls return the first's Info."""
+    import mpi_collectives
+
+    mpi_collectives.initialize()
+
+
 def pytest_sessionfinish(session, exitstatus):
     """One file per rank with its counts: the ranks' stdout interleaves
     under mpiexec, so the launching test reads these instead."""
