@@ -71,6 +71,8 @@ def test_bench_smoke(tmp_path):
     assert {op: set(v) for op, v in data["results"]["step memory floor"].items()} == {"copy": one}
     # (the smoke sizes, 8 B and 64 KiB, leave out the all-reduce target at 1 and 16 MiB)
     judged = {"every", "at", "host", "start-up", "agreement", "the"}  # "the": wrapper vs direct, the psum loop
+    if importlib.util.find_spec("netket") is not None:
+        judged.add("NetKet's")  # its VMC iteration against gloo's
     assert {t["target"].split(" ")[0] for t in data["targets"]} == judged, data["targets"]
     assert re.search(r"host broadcast_one_to_all: ours \d+ us, multihost_utils \d+ us", proc.stdout), explain(proc)
     # What users see: the psum loop with its result kept, and a training step with its parts, both ways.
@@ -95,6 +97,19 @@ def test_bench_smoke(tmp_path):
                      proc.stdout, re.M), explain(proc)
     assert any(t["target"].startswith("the psum loop as a training step writes it") for t in data["targets"])
     assert png.stat().st_size > 10000
+    if importlib.util.find_spec("netket") is not None:  # (the mpich configuration: scripts/setup_beside.sh)
+        # NetKet's VMC iteration over us, over gloo and as one rank: the same seeds draw the same
+        # samples, so the energies agree to the sums' rounding (a lost or doubled rank's part moves
+        # them by percents).
+        runs = {key: data["user_loops"][key]["vmc"] for key in ("jax-mpi", "jax-gloo", "one-rank")}
+        ours = runs["jax-mpi"]["energies"]
+        for key, vmc in runs.items():
+            assert len(vmc["iteration"]) == 3 and vmc["chains"] == 16 and vmc["samples"] == 1008, (key, vmc)
+            assert max(abs(a / b - 1) for a, b in zip(vmc["energies"], ours)) <= 1e-9, (key, vmc["energies"], ours)
+        for row in ("ours", "gloo", "1 rank, "):
+            assert re.search(rf"^{re.escape(row)}.* +\d+\.\d +\d+\.\d\d +\d\.\de[+-]\d\d$", proc.stdout, re.M), \
+                explain(proc)
+        assert any(t["target"] == "NetKet's VMC iteration at least 4x faster than over gloo" for t in data["targets"])
 
     # The summary: docs/benchmarks/README.md and the README's block, from the same JSON.
     readme = tmp_path / "README.md.in"
@@ -188,3 +203,54 @@ def test_user_targets_are_judged_from_the_numbers():
     assert got["the training step's all-reduce within 1.15x of its C floor"] == (
         True, "18.0 ms against 17.0 ms, C's 3 calls on their own buffers (1.06x)")
 
+
+
+def test_targets_beside_xla_own_mpi_path_are_judged_from_the_numbers():
+    """Issue 61's targets where a run measured XLA's own MPI collectives (bench --mpiwrapper)."""
+    from mpi_collectives.tools.bench.report import monte_carlo_lines, xla_targets
+
+    KiB = 1024
+    us = lambda by_size: {"all-reduce": {str(n): [t * 1e-6] for n, t in by_size.items()}}  # noqa: E731
+    vmc = lambda ms, energies: {"iteration": [ms / 1e3] * 3, "energies": energies, "chains": 16,  # noqa: E731
+                                "samples": 1008, "devices": 2, "netket": "3.23.0"}
+    data = {"ranks": 2, "sizes": [8, 64 * KiB, 256 * KiB, 1024 * KiB], "results": {
+        "jax-mpi": us({8: 7.14, 64 * KiB: 40.0, 256 * KiB: 100.0, 1024 * KiB: 190.0}),
+        "jax-xla-mpi": us({8: 6.8, 64 * KiB: 41.0, 256 * KiB: 99.0, 1024 * KiB: 267.0})},
+        "user_loops": {"jax-mpi": {"vmc": vmc(20.0, [-20.0, -21.0])},
+                       "jax-xla-mpi": {"vmc": vmc(21.0, [-20.0, -21.0])},
+                       "jax-gloo": {"vmc": vmc(70.0, [-20.0, -21.0 * (1 + 2e-3)])},
+                       "one-rank": {"cpus": 2, "vmc": vmc(31.0, [-20.0, -21.0])}}}
+    got = {t: (met, what) for t, met, what in xla_targets(data)}
+    assert got == {
+        "psum (agreement check on) within 5% of XLA's own MPI path from 8 B to 64 KiB":
+            (True, "1.05x at 8 B, 0.98x at 65536 B"),
+        "psum (agreement check on) no slower than XLA's own MPI path from 256 KiB":
+            (False, "1.01x at 262144 B, 0.71x at 1048576 B"),
+        "NetKet's VMC iteration no slower than over XLA's own MPI path (at most 1.02x)":
+            (True, "20.0 against 21.0 ms (0.95x)"),
+        "NetKet's VMC iteration at least 4x faster than over gloo": (False, "20.0 against gloo's 70.0 ms (3.5x)")}
+    text = "\n".join(monte_carlo_lines(data))
+    assert "gloo                          70.0    3.50         2.0e-03" in text, text
+    assert "1 rank, 2 CPUs                31.0    1.55         0.0e+00" in text, text
+
+
+def test_an_mpiwrapper_of_another_mpi_is_refused_in_one_sentence(tmp_path):
+    """XLA's own path needs an MPIwrapper built for the MPI the bench runs: another one is named
+    before any launch, with the fix."""
+    from mpi_collectives.base import mpi
+    from mpi_collectives.tools.bench.run import SONAMES, linked_libmpi
+
+    family = mpi.family()
+    other = "libmpi.so.40" if SONAMES.get(family) == "libmpi.so.12" else "libmpi.so.12"
+    fake = tmp_path / "libmpiwrapper.so"
+    fake.write_bytes(b"\x7fELF\0\0" + other.encode() + b"\0libc.so.6\0")
+    assert linked_libmpi(str(fake)) == other
+    proc = run([sys.executable, "-m", "mpi_collectives", "bench", "--smoke", "--mpiwrapper", str(fake),
+                "--out", str(tmp_path / "b.json")], cwd=HERE, timeout=120)
+    assert proc.returncode == 1, explain(proc)
+    assert f"the MPIwrapper {fake} was built against {other}, and this run's MPI is" in proc.stderr, explain(proc)
+    assert "Fix: run the bench over the MPI it was built for" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "b.json").exists()
+    proc = run([sys.executable, "-m", "mpi_collectives", "bench", "--mpiwrapper", str(tmp_path / "none.so")],
+               cwd=HERE, timeout=120)
+    assert proc.returncode == 2 and "none.so is not a file" in proc.stderr, explain(proc)

@@ -26,7 +26,10 @@ FULL_SIZES = [8] + [4 ** k for k in range(2, 15)]  # 8 B, then 16 B ... 256 MiB 
 SMOKE_SIZES = [8, 65536]
 
 
-def launch(args, ranks, argv, timeout, extra_env=None):
+def launch(args, ranks, argv, timeout, extra_env=None, written=None):
+    """Run one launch of the worker; a failed launch ends the bench with its command. `written`:
+    the JSON file the launch writes, whose presence makes a non-zero exit acceptable (XLA's own
+    MPI path fails every launch at exit, after its results: MPI_Comm_free after MPI_Finalize)."""
     # gloo's coordinator: on rank 0's node, which is this one (launchers put rank 0 on their own node).
     # The layout note (docs/layout.md) is for a user's job; the bench chose its ranks.
     env = dict(os.environ, JAX_PLATFORMS="cpu", MPI_COLLECTIVES_LAYOUT_NOTE="0",
@@ -43,7 +46,11 @@ def launch(args, ranks, argv, timeout, extra_env=None):
     except subprocess.TimeoutExpired:
         raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` took more than {timeout} s and was ended "
                          "(--timeout)") from None
-    if proc.returncode != 0:
+    if proc.returncode != 0 and written and os.path.exists(written):
+        print(f"mpi-collectives bench: `{' '.join(cmd)}` exited {proc.returncode} after writing its results "
+              "(XLA's own MPI path frees a communicator after MPI_Finalize at exit: DESIGN.md)",
+              file=sys.stderr, flush=True)
+    elif proc.returncode != 0:
         raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed (exit {proc.returncode}); "
                          "its output is above")
     return time.perf_counter() - start
@@ -86,7 +93,11 @@ def _launch_each(args, command) -> str:
         proc = launching.run(cmd, timeout=args.timeout)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed: {e}")
-    if proc.returncode != 0:
+    if proc.returncode != 0 and written and os.path.exists(written):
+        print(f"mpi-collectives bench: `{' '.join(cmd)}` exited {proc.returncode} after writing its results "
+              "(XLA's own MPI path frees a communicator after MPI_Finalize at exit: DESIGN.md)",
+              file=sys.stderr, flush=True)
+    elif proc.returncode != 0:
         raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed (exit {proc.returncode}): "
                          f"{proc.stderr.strip()[-500:]}")
     return proc.stdout
@@ -120,11 +131,34 @@ def mpi4jax_usable(family: str) -> str:
     """"" when mpi4jax can run beside the package here, else why not (the line the bench prints)."""
     if family == "standard":
         return "mpi4py, which mpi4jax needs, has no build for the standard ABI"
+    import glob
     import importlib.util
-    if importlib.util.find_spec("mpi4jax") is None:
+    spec = importlib.util.find_spec("mpi4jax")
+    if spec is None:
         return ("mpi4jax is not installed (docs/mpi4jax.md: `CUDA_ROOT=/nonexistent MPICC=$(which mpicc) "
                 "pip install --no-build-isolation mpi4jax`)")
+    bridges = glob.glob(os.path.join(os.path.dirname(spec.origin), "_src", "xla_bridge", "mpi_xla_bridge_cpu*.so"))
+    built = linked_libmpi(bridges[0]) if bridges else None
+    if built and built != SONAMES.get(family, built):
+        return (f"mpi4jax was compiled against {built}, another ABI than this run's MPI ({family}: "
+                f"{SONAMES[family]}); it refuses to start there")
     return ""
+
+
+# The soname of each family's libmpi: what a binary compiled against it names (MPICH's ABI, Open MPI's).
+SONAMES = {"mpich": "libmpi.so.12", "impi": "libmpi.so.12", "openmpi": "libmpi.so.40"}
+
+
+def linked_libmpi(path: str):
+    """The libmpi soname a compiled library names (libmpi.so.12 or .40), or None: its dynamic string
+    table holds the name of every library it needs."""
+    import re
+    try:
+        with open(path, "rb") as f:
+            found = re.search(rb"libmpi\.so\.\d+", f.read())
+    except OSError:
+        return None
+    return found.group().decode() if found else None
 
 
 def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argparse.ArgumentParser):
@@ -149,6 +183,12 @@ def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argpar
     parser.add_argument("--coordinator-host", default="127.0.0.1", metavar="ADDRESS",
                         help="an address of this node that every rank's node reaches, for gloo's coordinator "
                              "(default: 127.0.0.1, for ranks on this node only)")
+    parser.add_argument("--mpiwrapper", default=os.environ.get("MPI_COLLECTIVES_BENCH_MPIWRAPPER"),
+                        metavar="LIBMPIWRAPPER",
+                        help="an MPIwrapper library built for the MPI the launches run (scripts/build_mpiwrapper.sh, "
+                             "Debian's Open MPI: run the bench with --mpiexec mpirun.openmpi); adds the path "
+                             "jax-xla-mpi, XLA's own MPI collectives through it, at every size and in the loops "
+                             "(default: $MPI_COLLECTIVES_BENCH_MPIWRAPPER, else no such path)")
     parser.add_argument("--where", default="", metavar="TEXT",
                         help="what the hosts are and how they are joined, recorded with the results "
                              "(e.g. \"2 nodes, 100 Gb/s InfiniBand\")")
@@ -161,6 +201,9 @@ def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argpar
         parser.error("argument --launcher: empty")
     if shutil.which(prefix[0]) is None:
         parser.error(f"the launcher {prefix[0]} was not found (not on PATH, or not executable)")
+    if args.mpiwrapper and not os.path.isfile(args.mpiwrapper):
+        parser.error(f"argument --mpiwrapper: {args.mpiwrapper} is not a file (scripts/build_mpiwrapper.sh prints "
+                     "the path of the library it builds)")
     return args
 
 
@@ -208,9 +251,15 @@ def run_one(args, out_path, plot_path) -> None:
     sizes = SMOKE_SIZES if args.smoke else [s for s in FULL_SIZES if s <= args.max_bytes]
     scale = 0.05 if args.smoke else args.scale
     no_mpi4jax = mpi4jax_usable(family)
+    built = linked_libmpi(args.mpiwrapper) if args.mpiwrapper else None
+    if built and built != SONAMES.get(family, built):
+        raise SystemExit(f"mpi-collectives bench: the MPIwrapper {args.mpiwrapper} was built against {built}, and "
+                         f"this run's MPI is {mpi.library_name()} ({family}, {SONAMES[family]}). Fix: run the bench "
+                         "over the MPI it was built for: MPI_COLLECTIVES_LIBMPI=<that MPI's libmpi> and --mpiexec "
+                         "<its mpiexec> (docs/benchmarks.md, \"Beside XLA's own MPI path\").")
     paths = (["c"] + (["mpi4py"] if mpi4py_usable(family) else [])
              + ["jax-call", "jax-mpi", "jax-mpi-unchecked", "jax-mpi-library", "jax-gloo"]
-             + ([] if no_mpi4jax else ["mpi4jax"]))
+             + ([] if no_mpi4jax else ["mpi4jax"]) + (["jax-xla-mpi"] if args.mpiwrapper else []))
     if no_mpi4jax:
         print(f"mpi-collectives bench: no mpi4jax path: {no_mpi4jax}", file=sys.stderr, flush=True)
     # The MPI by name and version, not by where it lies: results and plots leave the machine.
@@ -235,10 +284,13 @@ def run_one(args, out_path, plot_path) -> None:
             if path == "jax-mpi-library":
                 env["MPI_COLLECTIVES_NODE_PATH"] = "0"
                 ops = NODE_PATH_OPS
+            if path == "jax-xla-mpi":
+                env["MPI_COLLECTIVES_BENCH_MPIWRAPPER"] = os.path.abspath(args.mpiwrapper)
             if args.smoke:
                 env["MPI_COLLECTIVES_BENCH_SMOKE"] = "1"  # user_loops.py: a small training step
             launch(args, args.ranks, ["mpi_collectives.tools.bench.worker", path, out, ",".join(map(str, sizes)),
-                                      str(scale)] + ([",".join(ops)] if ops else []), args.timeout, env)
+                                      str(scale)] + ([",".join(ops)] if ops else []), args.timeout, env,
+                   written=out if path == "jax-xla-mpi" else None)
             got = json.load(open(out))
             data["results"].update(got.get("results_by_target") or {path: got["results"]})
             if "host_helpers" in got:

@@ -15,7 +15,8 @@ import sys
 
 from .report import median_us, table, targets, user_table
 
-NAMES = {"mpich": "MPICH", "impi": "Intel MPI", "openmpi": "Open MPI", "standard": "MPI-5 standard ABI"}
+NAMES = {"mpich": "MPICH", "impi": "Intel MPI", "openmpi": "Open MPI", "standard": "MPI-5 standard ABI",
+         "debian-openmpi": "Debian's Open MPI"}
 SHOWN_SIZES = [8, 1024, 65536, 1048576, 16777216, 268435456]
 
 
@@ -79,6 +80,7 @@ def allreduce_table(runs):
                             ("C direct", "C loop, direct"), ("C via wrapper", "C loop, via wrapper"),
                             ("mpi4py", "mpi4py"), ("jax-gloo", "JAX over gloo"),
                             ("mpi4jax", "mpi4jax's allreduce inside jit"),
+                            ("jax-xla-mpi", "JAX over XLA's own MPI collectives (MPIwrapper)"),
                             ("memory floor", "memory floor: every rank copies its buffer once, at once")):
             cells = [median_us(r, path, "all-reduce", n) for n in shown]
             if any(c is not None for c in cells):
@@ -146,8 +148,10 @@ def full(runs):
                   "calling MPI directly.",
                   "```\n" + table(data).strip() + "\n```"]
         if data.get("user_loops"):
-            parts += ["What users see: the psum loop as a training step writes it, and a data-parallel training "
-                      "step with its parts (`mpi_collectives/tools/bench/user_loops.py`).",
+            parts += ["What users see: the psum loop as a training step writes it, a data-parallel training "
+                      "step with its parts (`mpi_collectives/tools/bench/user_loops.py`), and NetKet's "
+                      "variational Monte Carlo iteration where NetKet is installed "
+                      "(`mpi_collectives/tools/bench/monte_carlo.py`).",
                       "```\n" + user_table(data).strip() + "\n```"]
     return "\n\n".join(parts) + "\n"
 

@@ -96,14 +96,24 @@ def run_jax(path, sizes, scale, out, ops=OPS):
             times = results[op][nbytes] = timed_calls(f, x, iterations(nbytes, scale))
             progress(rank, path, op, nbytes, times)
     extra = host_helpers(rank) if path == "jax-mpi" else {}
-    if path in ("jax-mpi", "jax-gloo") and ops == OPS:  # what users see: over us and over gloo
+    if path in ("jax-mpi", "jax-gloo", "jax-xla-mpi") and ops == OPS:  # what users see, over each
         from . import user_loops
         smoke = os.environ.get("MPI_COLLECTIVES_BENCH_SMOKE") == "1"
         extra["user_loops"] = {
             "psum-kept": user_loops.psum_kept(jax, mesh, rank, sizes, lambda n: iterations(n, scale)),
             # at least 10 steps, as a launch of the step alone (scripts/node_probe.py step) times it
             "train-step": user_loops.train_step(jax, mesh, rank, smoke, max(3 if smoke else 10, int(20 * scale)))}
+        extra["user_loops"].update(monte_carlo_loop(jax, smoke, scale))  # last: NetKet turns x64 on
     write(rank, out, {"results": results, **extra})
+
+
+def monte_carlo_loop(jax, smoke: bool, scale: float) -> dict:
+    """{"vmc": NetKet's VMC iterations} where NetKet is installed (monte_carlo.py), else {}."""
+    from . import monte_carlo
+
+    if not monte_carlo.available():
+        return {}
+    return {"vmc": monte_carlo.vmc(jax, 3 if smoke else max(10, int(60 * scale)))}
 
 
 def run_step(scale, out):
@@ -134,8 +144,10 @@ def run_step_one_rank(scale, out):
     rows = int(os.environ["MPI_COLLECTIVES_BENCH_ROWS"])
     steps = user_loops.train_step(jax, mesh, rank, smoke, max(3 if smoke else 10, int(20 * scale)),
                                   parts=("step", "step-out-in"), rows=rows)
-    write(rank, out, {"one-rank": {"step": steps["step"], "step-out-in": steps["step-out-in"], "rows": rows,
-                                   "cpus": len(os.sched_getaffinity(0))}})
+    one = {"step": steps["step"], "step-out-in": steps["step-out-in"], "rows": rows,
+           "cpus": len(os.sched_getaffinity(0))}
+    one.update(monte_carlo_loop(jax, smoke, scale))  # the same chains and samples as the ranks' run
+    write(rank, out, {"one-rank": one})
 
 
 def host_helpers(rank):
