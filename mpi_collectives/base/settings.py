@@ -147,7 +147,7 @@ TABLE = {
                            ANY),
     "keep_memory": Setting("MPI_COLLECTIVES_KEEP_MEMORY", 1, False,
                            "1: glibc's malloc keeps freed large blocks for reuse (M_MMAP_MAX=0, M_TRIM_THRESHOLD="
-                           "1 GiB, M_TOP_PAD=64 MiB; on a rank started with at most 4 CPUs also M_ARENA_MAX=1), so JAX's fresh output "
+                           "1 GiB; on a rank started with at most 4 CPUs M_ARENA_MAX=1, on one with more M_TOP_PAD=64 MiB), so JAX's fresh output "
                            "buffers do not page-fault on every call; skipped when "
                            "MALLOC_*_ or GLIBC_TUNABLES malloc settings are set, or malloc is not glibc's. "
                            "0: glibc's defaults", SWITCH),

@@ -19,13 +19,20 @@ benchmark (README "Tunings") and each switched off by its setting:
   the heap, where freed ones are reused; M_TRIM_THRESHOLD bounds what is
   kept unused at the heap's top; M_TOP_PAD of a thread heap's size keeps
   the heaps of threads' arenas (XLA's pool threads allocate there) from
-  being unmapped whenever they empty (TOP_PAD). Skipped when the user set glibc's malloc
+  being unmapped whenever they empty (TOP_PAD), on ranks that keep several
+  arenas only. Skipped when the user set glibc's malloc
   variables, or when malloc is not glibc's (jemalloc, tcmalloc preloaded).
-  On a rank that starts with at most ONE_ARENA_UP_TO CPUs, also
+  On a rank that starts with at most ONE_ARENA_UP_TO CPUs, instead of the pad,
   M_ARENA_MAX=1, so that XLA's pool threads allocate from the main heap
   too, where large freed blocks stay (in a thread's own arena, of at most
   64 MiB per heap, they were unmapped and page-faulted again: a 64 MiB
-  all-reduce took 80 ms, 27 ms in one arena). glibc fixes its arena limit
+  all-reduce took 80 ms, 27 ms in one arena). The main heap needs no pad
+  (the trim threshold keeps its top), and the pad costs every small call:
+  a top chunk of 64 MiB makes each free next to it consolidate glibc's fast
+  bins (FASTBIN_CONSOLIDATION_THRESHOLD), and an 8-byte psum loop took
+  8.3-10.0 us a call with the pad and 7.4-7.9 without (2 ranks of 1 CPU,
+  Debian's Open MPI; perf: malloc_consolidate and unlink_chunk 7.5% of the
+  rank's time against 2%), as a 16 MiB one took the same either way. glibc fixes its arena limit
   when the first thread asks for an arena, so this comes before MPI and JAX
   start threads, before binding: the CPU set the rank starts with decides. With more CPUs per rank, contention on
   the one arena's lock could cost more; it is left at glibc's default.
@@ -130,6 +137,12 @@ def keep_memory_reason(environ=os.environ):
     return None
 
 
+def several_arenas(cpus: int = None) -> bool:
+    """Whether a rank starting on `cpus` CPUs (default: this process's) keeps glibc's arenas, one
+    per thread up to glibc's limit: more than ONE_ARENA_UP_TO CPUs (one_arena() sets one below)."""
+    return (len(os.sched_getaffinity(0)) if cpus is None else cpus) > ONE_ARENA_UP_TO
+
+
 def keep_freed_memory(enabled=True, apply=True, environ=os.environ) -> str:
     """Apply it (with apply=False only decide); what was done, in words for Info and the log."""
     if not enabled:
@@ -137,12 +150,13 @@ def keep_freed_memory(enabled=True, apply=True, environ=os.environ) -> str:
     reason = keep_memory_reason(environ)
     if reason:
         return f"keep-memory: not applied ({reason})"
-    shown = f"M_MMAP_MAX=0, M_TRIM_THRESHOLD={TRIM_THRESHOLD}, M_TOP_PAD={TOP_PAD}"
+    pad = several_arenas()  # thread arenas' heaps to keep; one arena needs no pad (the module's text)
+    shown = f"M_MMAP_MAX=0, M_TRIM_THRESHOLD={TRIM_THRESHOLD}" + (f", M_TOP_PAD={TOP_PAD}" if pad else "")
     if not apply:
         return f"keep-memory: would set {shown}"
     libc = _glibc()
     if not (libc.mallopt(M_MMAP_MAX, 0) and libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-            and libc.mallopt(M_TOP_PAD, TOP_PAD)):
+            and (not pad or libc.mallopt(M_TOP_PAD, TOP_PAD))):
         return "keep-memory: not applied (mallopt refused)"
     return f"keep-memory: mallopt {shown}"
 
@@ -153,7 +167,7 @@ def one_arena(kept: str, apply=True) -> str:
     if not kept.startswith(("keep-memory: mallopt", "keep-memory: would set")):
         return ""
     cpus = len(os.sched_getaffinity(0))
-    if cpus > ONE_ARENA_UP_TO:
+    if several_arenas(cpus):
         return f"one-arena: not applied ({cpus} CPUs, more than {ONE_ARENA_UP_TO})"
     if not apply:
         return f"one-arena: would set M_ARENA_MAX=1 ({cpus} CPU{'' if cpus == 1 else 's'})"
