@@ -5,11 +5,12 @@ table of docs/netket.md, re-measured in one sitting (issue 61). The problem of e
     python scripts/netket_ab.py [--rounds 3] [--iterations 60] [--mpiwrapper LIB] [--venv .venv-mpich]
 
 The ways: one process with one CPU device; one process with 2 (NetKet's single-node recipe); 2 ranks
-through the package on the mpich wheel; 2 ranks over gloo; and, where Debian's Open MPI is installed,
+through the package on the mpich wheel; 2 ranks over gloo, unbound and bound to a core each; and, where Debian's Open MPI is installed,
 2 ranks through the package on it and, with --mpiwrapper (scripts/build_mpiwrapper.sh), XLA's own MPI
 collectives through MPIwrapper on it (mpibackend4jax's way). Each launch runs this file as a worker
 (`--worker BACKEND`): JAX started as that way starts it (mpi_collectives.tools.backends), the step
-timed as the median between iterations past the first. Prints one line per way: the median over
+timed as the median between iterations past the first (mpi_collectives.tools.bench.monte_carlo, the
+bench's own loop). Prints one line per way: the median over
 the rounds and each round's figure, milliseconds an iteration. Every launch has a timeout."""
 import argparse
 import os
@@ -27,19 +28,20 @@ def worker(backend: str, iterations: int) -> None:
     else:
         from mpi_collectives.tools.backends import start
         jax, _, _ = start(backend, os.environ.get("MPI_COLLECTIVES_BENCH_COORDINATOR"))
-    import netket as nk
+    import importlib.util
+
     import numpy as np
-    hilbert = nk.hilbert.Spin(s=0.5, N=20)
-    hamiltonian = nk.operator.Ising(hilbert, nk.graph.Chain(20, pbc=True), h=1.0)
-    sampler = nk.sampler.MetropolisLocal(hilbert, n_chains=16)
-    state = nk.vqs.MCState(sampler, nk.models.RBM(alpha=1), n_samples=1008, seed=1234, sampler_seed=1235)
-    driver = nk.driver.VMC_SR(hamiltonian, nk.optimizer.Sgd(learning_rate=0.02), diag_shift=0.1,
-                              variational_state=state)
-    stamps = []
-    driver.run(n_iter=iterations, out=(), callback=lambda *a: stamps.append(time.perf_counter()) or True,
-               show_progress=False)
+
+    # The bench's own loop (the same problem and seeds), loaded from its file: importing the package
+    # would set it up in the one-process ways too.
+    package = os.path.dirname(importlib.util.find_spec("mpi_collectives").origin)
+    spec = importlib.util.spec_from_file_location("monte_carlo", os.path.join(package, "tools", "bench", "monte_carlo.py"))
+    monte_carlo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(monte_carlo)
+    got = monte_carlo.vmc(jax, iterations)
     if jax.process_index() == 0:
-        print(f"MS {float(np.median(np.diff(stamps[1:])) * 1e3):.2f}", flush=True)
+        print(f"MS {float(np.median(got['iteration']) * 1e3):.2f}", flush=True)
+        print(f"ENERGY {got['energies'][-1]!r}", flush=True)
 
 
 def ways(venv: str, mpiwrapper: str) -> dict:
@@ -48,7 +50,11 @@ def ways(venv: str, mpiwrapper: str) -> dict:
     out = {"one process, one CPU device": ([py, me, "--worker", "one"], {"JAX_NUM_CPU_DEVICES": "1"}),
            "one process, 2 CPU devices": ([py, me, "--worker", "one"], {"JAX_NUM_CPU_DEVICES": "2"}),
            "2 ranks through the package, the mpich wheel": ([mpiexec, "-n", "2", py, me, "--worker", "mpi"], {}),
-           "2 ranks over gloo": ([mpiexec, "-n", "2", py, me, "--worker", "gloo"], {})}
+           "2 ranks over gloo": ([mpiexec, "-n", "2", py, me, "--worker", "gloo"], {}),
+           # Hydra binds nothing by default (the package binds its ranks itself; gloo's are left to
+           # the launcher): gloo's ranks each on a core, as Open MPI's mpirun and srun place them
+           "2 ranks over gloo, each bound to a core (mpiexec -bind-to core)": (
+               [mpiexec, "-bind-to", "core", "-n", "2", py, me, "--worker", "gloo"], {})}
     if os.path.exists("/usr/bin/mpirun.openmpi"):
         ompi = ["/usr/bin/mpirun.openmpi", "--oversubscribe", "-n", "2", "-x", "PYTHONPATH", "-x", "JAX_PLATFORMS",
                 "-x", "MPI_COLLECTIVES_BENCH_COORDINATOR", "-x", "MPI_COLLECTIVES_BENCH_MPIWRAPPER",
@@ -72,7 +78,7 @@ def main() -> int:
         worker(args.worker, args.iterations)
         return 0
     from mpi_collectives.tools.launching import free_port  # the venv's package (run from outside the checkout)
-    results = {}
+    results, energies = {}, {}
     for _ in range(args.rounds):
         for name, (cmd, extra) in ways(args.venv, args.mpiwrapper).items():
             env = dict(os.environ, JAX_PLATFORMS="cpu", MPI_COLLECTIVES_LAYOUT_NOTE="0",
@@ -82,6 +88,8 @@ def main() -> int:
                 proc = subprocess.run(cmd + ["--iterations", str(args.iterations)], env=env, capture_output=True,
                                       text=True, timeout=600, cwd="/tmp")
                 ms = [float(line.split()[1]) for line in proc.stdout.splitlines() if line.startswith("MS ")]
+                energies.setdefault(name, set()).update(
+                    line.split()[1] for line in proc.stdout.splitlines() if line.startswith("ENERGY "))
                 why = f"exit {proc.returncode}: {proc.stderr[-400:]}"
             except subprocess.TimeoutExpired:
                 ms, why = [], "no end within 600 s"
@@ -92,6 +100,8 @@ def main() -> int:
         got = [f for f in figures if f is not None]
         median = f"{statistics.median(got):7.1f}" if got else "      -"
         print(f"{name:80s} {median} ms an iteration  {figures}")
+    # The same seeds draw the same samples in every way: the last energy differs only by the sums' rounding.
+    print("last energy: " + "; ".join(f"{name}: {', '.join(sorted(e))}" for name, e in energies.items()))
     return 0
 
 

@@ -32,6 +32,7 @@ import socket
 import sys
 import threading
 import time
+import traceback
 
 import numpy as np
 
@@ -86,6 +87,20 @@ class Watcher:
                 pass
 
     def _run(self):
+        """The watch, until finish(). An error of the watch's own does not end a job that runs
+        well (the thread excepthook would: MPI_COLLECTIVES_ABORT_ON_EXCEPTION): it is printed,
+        with one line saying what this rank now goes without. Seen once in a NetKet run on
+        Debian's Open MPI (an AttributeError, its traceback lost; 8 reruns did not show it)."""
+        try:
+            self._watch()
+        except Exception:
+            traceback.print_exc()
+            print(f"mpi-collectives: warning: rank {self.rank}/{self.size}: the thread that watches for a rank "
+                  "that finished the program while the others wait for it stopped on the error above; this "
+                  "rank runs on without it (such a rank is then reported by MPI_COLLECTIVES_STALL_REPORT and "
+                  "the launcher). Please report it with the lines above.", file=sys.stderr, flush=True)
+
+    def _watch(self):
         wait_since, last_begun, last_look = None, None, 0.0
         startup_since = None
         while not self.stop.wait(0.5):

@@ -220,6 +220,18 @@ def test_a_rank_that_raises_ends_the_job_and_is_named():
     assert "PASS" not in proc.stdout
 
 
+@pytest.mark.jax
+def test_an_error_of_the_watch_itself_leaves_the_job_running():
+    """The thread that watches for a rank that finished early is the package's, not the program's:
+    its own error is printed with one line, and the job's collectives run on to a normal end."""
+    proc = launch("watcher-fails", timeout=120)
+    assert proc.returncode == 0 and proc.stdout.count("PASS watcher-fails") == 2, explain(proc)
+    assert "AttributeError: 'NoneType' object has no attribute 'f_code'" in proc.stderr, explain(proc)
+    assert proc.stderr.count("mpi-collectives: warning: rank 1/2: the thread that watches for a rank that finished "
+                             "the program while the others wait for it stopped on the error above") == 1, explain(proc)
+    assert "stopped on an uncaught" not in proc.stderr, explain(proc)
+
+
 def test_other_ranks_wait_for_the_coordinator_to_listen():
     """Ranks other than 0 connect only once rank 0's coordinator listens: connecting earlier
     sent JAX's client into a one-second back-off in half the launches. A coordinator that

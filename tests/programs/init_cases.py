@@ -62,6 +62,14 @@ mesh = Mesh(np.array(jax.devices()), ("x",))
 if case == "prepare":  # the mesh's communicators made up front: then used by the psum below
     mpi_collectives.prepare(Mesh(np.array(jax.devices()).reshape(info.size, 1), ("x", "y")))
     mpi_collectives.prepare(mesh)
+if case == "watcher-fails" and info.rank == 1:  # the watch's own error, as seen once in a NetKet run
+    import time
+    from mpi_collectives.services import peers
+
+    def broken():
+        raise AttributeError("'NoneType' object has no attribute 'f_code'")
+    peers._main_thread_making_backend = broken
+    time.sleep(1.5)  # the watch looks every 0.5 s
 f = jax.jit(shard_map()(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
 x = process_local_array(NamedSharding(mesh, P("x")),
                                            np.full((1, 1000), info.rank + 1, np.int32))
