@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -91,6 +92,10 @@ def main() -> int:
                 energies.setdefault(name, set()).update(
                     line.split()[1] for line in proc.stdout.splitlines() if line.startswith("ENERGY "))
                 why = f"exit {proc.returncode}: {proc.stderr[-400:]}"
+                if not ms:  # all of it: the end alone once cut a traceback off
+                    with tempfile.NamedTemporaryFile("w", prefix="netket_ab-", suffix=".log", delete=False) as f:
+                        f.write(proc.stderr)
+                    why += f" (whole output: {f.name})"
             except subprocess.TimeoutExpired:
                 ms, why = [], "no end within 600 s"
             results.setdefault(name, []).append(ms[0] if ms else None)

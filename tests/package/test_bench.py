@@ -129,7 +129,8 @@ def test_bench_smoke(tmp_path):
 @pytest.mark.parametrize("folder, block, families", [
     ("benchmarks", "bench-results", {"mpich", "impi", "openmpi"}),
     ("benchmarks/across-hosts", "bench-hosts-results", {"mpich", "impi", "openmpi"}),
-    ("benchmarks/user-loops", "bench-user-results", {"mpich"})])
+    ("benchmarks/user-loops", "bench-user-results", {"mpich"}),
+    ("benchmarks/beside-xla", "bench-xla-results", {"debian-openmpi"})])
 def test_committed_results_are_current(folder, block, families):
     """docs/benchmarks/README.md, docs/benchmarks/across-hosts/README.md and their blocks in
     docs/benchmarks.md are what summary makes of the committed JSON files: the numbers shown are

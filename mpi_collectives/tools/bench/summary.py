@@ -137,8 +137,11 @@ def short(runs, folder_link):
 
 def full(runs):
     across = next(iter(runs.values())).get("hosts", 1) > 1
-    parts = ["# Benchmark results" + (" across hosts" if across else ""),
-             f"Written by `python3 scripts/{'bench_hosts.py' if across else 'bench.py'}` (do not edit by hand).",
+    beside_xla = any("jax-xla-mpi" in data["results"] for data in runs.values())
+    parts = ["# Benchmark results" + (" across hosts" if across else " beside XLA's own MPI path" if beside_xla else ""),
+             (f"Written by `python3 scripts/{'bench_hosts.py' if across else 'bench.py'}` (do not edit by hand)."
+              if not beside_xla else "Written by `python -m mpi_collectives bench --mpiwrapper ...` and this "
+              "summary (do not edit by hand; [how](../../benchmarks.md#beside-xlas-own-mpi-path-netkets-recommended-setup))."),
              header(runs),
              "## Targets", targets_table(runs), "## Start-up, import and host helpers", extras(runs)]
     for name, data in runs.items():
