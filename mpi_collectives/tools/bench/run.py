@@ -146,16 +146,17 @@ def mpi4jax_usable(family: str) -> str:
 
 
 # The soname of each family's libmpi: what a binary compiled against it names (MPICH's ABI, Open MPI's).
-SONAMES = {"mpich": "libmpi.so.12", "impi": "libmpi.so.12", "openmpi": "libmpi.so.40"}
+SONAMES = {"mpich": "libmpi.so.12", "impi": "libmpi.so.12", "openmpi": "libmpi.so.40",
+           "standard": "libmpi_abi.so.1"}
 
 
 def linked_libmpi(path: str):
-    """The libmpi soname a compiled library names (libmpi.so.12 or .40), or None: its dynamic string
+    """The libmpi soname a compiled library names (libmpi.so.12, .40, libmpi_abi.so.1), or None: its dynamic string
     table holds the name of every library it needs."""
     import re
     try:
         with open(path, "rb") as f:
-            found = re.search(rb"libmpi\.so\.\d+", f.read())
+            found = re.search(rb"libmpi(?:_abi)?\.so\.\d+", f.read())
     except OSError:
         return None
     return found.group().decode() if found else None
