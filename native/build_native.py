@@ -55,6 +55,14 @@ WRAPPER_API = """
     int mpic_watch_self_finished(void);
     int mpic_watch_self_quiet(void);
     int mpic_set_init_crash_note(const char *text);
+    int mpic_phases_begin_all(void);
+    uintptr_t mpic_phases_comm_handle(void);
+    int mpic_phases_tag(int64_t phase);
+    int mpic_phases_enter(int64_t phase, const char *name, double timeout_s);
+    int mpic_phases_given_up(int *out, int max);
+    int mpic_phases_settle(const int *triples, int n, double timeout_s);
+    int mpic_phases_stuck(char *where, int len);
+    int mpic_log_keep_terminal(int fd);
 """
 
 # What the Python layer calls: the wrapper's own state, and the MPIABI
@@ -72,6 +80,7 @@ PYTHON_API = WRAPPER_API + """
     extern int MPIABI_THREAD_SINGLE, MPIABI_THREAD_FUNNELED, MPIABI_THREAD_SERIALIZED,
                MPIABI_THREAD_MULTIPLE;
     extern void *MPIABI_IN_PLACE;
+    extern int MPIABI_ANY_SOURCE;
     typedef struct { int MPI_SOURCE; int MPI_TAG; int MPI_ERROR; ...; } MPIABI_Status;
     extern MPIABI_Status *MPIABI_STATUS_IGNORE;
 
@@ -97,6 +106,7 @@ PYTHON_API = WRAPPER_API + """
     int MPIABI_Irecv(void *buf, int count, uintptr_t datatype, int source, int tag, uintptr_t comm,
                      uintptr_t *request);
     int MPIABI_Test(uintptr_t *request, int *flag, MPIABI_Status *status);
+    int MPIABI_Iprobe(int source, int tag, uintptr_t comm, int *flag, MPIABI_Status *status);
     int MPIABI_Cancel(uintptr_t *request);
     int MPIABI_Request_free(uintptr_t *request);
 """

@@ -21,7 +21,8 @@ PACKAGE = "mpi_collectives"
 # (floor, its modules' dotted-name prefix), lowest first
 FLOORS = [("native layer", "mpi_collectives._mpiabi"), ("base", "mpi_collectives.base"),
           ("services", "mpi_collectives.services"), ("integration", "mpi_collectives.integration"),
-          ("public API", "mpi_collectives"), ("tools", "mpi_collectives.tools"),
+          ("public API", "mpi_collectives"), ("testing", "mpi_collectives.testing"),
+          ("tools", "mpi_collectives.tools"),
           ("command line", "mpi_collectives.__main__")]
 
 

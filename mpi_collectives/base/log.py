@@ -4,6 +4,31 @@ import sys
 
 from . import launchers
 
+# The stderr the process had when the package was imported (or the one the pytest plugin kept before
+# pytest captured descriptor 2: keep_terminal): the package's sentences, stall reports and flight
+# records go there, not to whatever descriptor 2 is when they are written. A job-ending line written
+# into pytest's capture file is lost with the job (issue: a suite that ended without a word).
+_TERMINAL = 2
+
+
+def keep_terminal(fd: int = None) -> int:
+    """Keep a copy of `fd` (default: descriptor 2 now) as the terminal; returns the copy."""
+    global _TERMINAL
+    try:
+        copy = os.dup(2 if fd is None else fd)
+        os.set_inheritable(copy, False)
+    except OSError:
+        return _TERMINAL
+    _TERMINAL = copy
+    return copy
+
+
+def terminal() -> int:
+    return _TERMINAL
+
+
+keep_terminal()
+
 
 def where() -> str:
     """`rank R/N` from MPI once it is initialized, from the launcher before."""
@@ -24,7 +49,7 @@ def log(message: str, level: int = 1) -> None:
     except ValueError:
         verbose = 0
     if verbose >= level:
-        print(f"mpi-collectives [{where()}]: {message}", file=sys.stderr, flush=True)
+        line(f"mpi-collectives [{where()}]: {message}")
 
 
 def line(text: str) -> None:
@@ -35,6 +60,6 @@ def line(text: str) -> None:
     try:
         sys.stderr.flush()
         while data:
-            data = data[os.write(2, data):]
+            data = data[os.write(_TERMINAL, data):]
     except OSError:  # no stderr to write to: nothing else to do
         pass

@@ -46,6 +46,9 @@ def _native():
     if _NATIVE is None:
         from .. import _mpiabi
         _NATIVE = _mpiabi.ffi, _mpiabi.lib
+        from . import log
+        if log.terminal() != 2:  # the stderr kept before pytest captured descriptor 2 (log.keep_terminal)
+            _mpiabi.lib.mpic_log_keep_terminal(log.terminal())
     return _NATIVE
 
 
@@ -286,21 +289,24 @@ def allreduce(array: np.ndarray, op: str = "sum") -> np.ndarray:
     return out
 
 
-def isend(array: np.ndarray, dest: int, tag: int):
-    """Start sending a contiguous array; keep the returned (request, array) until done."""
+def isend(array: np.ndarray, dest: int, tag: int, comm: int = None):
+    """Start sending a contiguous array (on MPI_COMM_WORLD unless `comm`); keep the returned
+    (request, array) until done."""
     ffi, lib = _native()
     array = np.ascontiguousarray(array)
     req = ffi.new("uintptr_t *")
-    _check(lib.MPIABI_Isend(_buffer(array), array.nbytes, lib.MPIABI_BYTE, dest, tag, lib.MPIABI_COMM_WORLD, req),
-           "MPI_Isend")
+    comm = lib.MPIABI_COMM_WORLD if comm is None else comm
+    _check(lib.MPIABI_Isend(_buffer(array), array.nbytes, lib.MPIABI_BYTE, dest, tag, comm, req), "MPI_Isend")
     return req, array
 
 
-def irecv(array: np.ndarray, source: int, tag: int):
+def irecv(array: np.ndarray, source: int, tag: int, comm: int = None):
     ffi, lib = _native()
     req = ffi.new("uintptr_t *")
-    _check(lib.MPIABI_Irecv(ffi.from_buffer(array), array.nbytes, lib.MPIABI_BYTE, source, tag,
-                            lib.MPIABI_COMM_WORLD, req), "MPI_Irecv")
+    comm = lib.MPIABI_COMM_WORLD if comm is None else comm
+    source = lib.MPIABI_ANY_SOURCE if source < 0 else source
+    _check(lib.MPIABI_Irecv(ffi.from_buffer(array), array.nbytes, lib.MPIABI_BYTE, source, tag, comm, req),
+           "MPI_Irecv")
     return req, array
 
 
@@ -322,6 +328,55 @@ def wait_all(requests, timeout: float) -> list:
         if pending:
             time.sleep(0.001)
     return pending
+
+
+# ---- phases of a program (native/src/services/phases.h; mpi_collectives.services.phases drives them) ----
+
+def phases_start() -> int:
+    """Collective over the world: the phases' own communicator; returns it."""
+    lib = _native()[1]
+    _check(lib.mpic_phases_begin_all(), "MPI_Comm_dup")
+    return lib.mpic_phases_comm_handle()
+
+
+def phase_tag(phase: int) -> int:
+    return _native()[1].mpic_phases_tag(phase)
+
+
+def phase_enter(phase: int, name: str, timeout: float) -> None:
+    _native()[1].mpic_phases_enter(phase, name.encode(errors="replace")[:150], float(timeout or 0))
+
+
+def phase_given_up() -> list:
+    """(kind, communicator id, sequence) of each wait this rank gave up and has not settled."""
+    ffi, lib = _native()
+    out = ffi.new("int[]", 3 * 16)
+    n = lib.mpic_phases_given_up(out, 16)
+    return [(out[3 * i], out[3 * i + 1], out[3 * i + 2]) for i in range(n)]
+
+
+def phase_settle(triples: list, timeout: float) -> int:
+    """Every rank's given-up waits (the same list on every rank): waited for or joined; 0 when done."""
+    ffi, lib = _native()
+    flat = ffi.new("int[]", [v for t in triples for v in t] or [0])
+    return lib.mpic_phases_settle(flat, len(triples), float(timeout))
+
+
+def phase_stuck() -> str:
+    """Where this rank waits in a call that cannot be given up while a member ended the phase, or ""."""
+    ffi, lib = _native()
+    out = ffi.new("char[]", 512)
+    return _str(out) if lib.mpic_phases_stuck(out, 512) else ""
+
+
+def probe(source: int, tag: int, comm: int) -> bool:
+    """Has a message from `source` (-1: any) with `tag` arrived on `comm`?"""
+    ffi, lib = _native()
+    flag = ffi.new("int *")
+    any_source = lib.MPIABI_ANY_SOURCE
+    _check(lib.MPIABI_Iprobe(any_source if source < 0 else source, tag, comm, flag, lib.MPIABI_STATUS_IGNORE),
+           "MPI_Iprobe")
+    return bool(flag[0])
 
 
 def handle(name: str) -> int:

@@ -23,10 +23,10 @@ import importlib.util
 import os
 import re
 import socket
-import sys
 
 import numpy as np
 
+from ..base import log
 from ..base.errors import InitializeError
 
 CUDA_PLUGINS = ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13", "jax_cuda12_plugin", "jax_cuda13_plugin")
@@ -110,5 +110,5 @@ def decide(rank: int, size: int, chosen, allgather) -> tuple:
     local_rank, local_size = local_rank_size(rank, size, allgather)
     ids, line = choose(local_rank, local_size, here, chosen)
     if ids is None and line and local_rank == 0:
-        print(f"mpi-collectives: {line.removeprefix('gpus: ')}", file=sys.stderr, flush=True)
+        log.line(f"mpi-collectives: {line.removeprefix('gpus: ')}")
     return ids, line

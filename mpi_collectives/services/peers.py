@@ -37,7 +37,7 @@ import traceback
 import numpy as np
 
 from . import exit_hooks
-from ..base import mpi
+from ..base import log, mpi
 from ..base.ending import end_job
 from ..base.machine import machine_id
 
@@ -94,11 +94,11 @@ class Watcher:
         try:
             self._watch()
         except Exception:
-            traceback.print_exc()
-            print(f"mpi-collectives: warning: rank {self.rank}/{self.size}: the thread that watches for a rank "
+            log.line(traceback.format_exc().rstrip("\n"))
+            log.line(f"mpi-collectives: warning: rank {self.rank}/{self.size}: the thread that watches for a rank "
                   "that finished the program while the others wait for it stopped on the error above; this "
                   "rank runs on without it (such a rank is then reported by MPI_COLLECTIVES_STALL_REPORT and "
-                  "the launcher). Please report it with the lines above.", file=sys.stderr, flush=True)
+                  "the launcher). Please report it with the lines above.")
 
     def _watch(self):
         wait_since, last_begun, last_look = None, None, 0.0

@@ -28,12 +28,11 @@ so exactly one rank prints it.
 import faulthandler
 import os
 import socket
-import sys
 import threading
 import time
 
 from . import exit_hooks, liveness
-from ..base import mpi
+from ..base import log, mpi
 from ..base.ending import end_job
 
 _PREFIX = "mpi_collectives/services/stall/"
@@ -168,12 +167,10 @@ class Watch:
 
     def _print_stacks(self, state: State, waiting_rank: str):
         now = time.time()
-        sys.stderr.write(f"mpi-collectives: rank {self.rank}/{self.size} (pid {os.getpid()} on {self.host}) has not "
-                         f"arrived where rank {waiting_rank} waits; it is {state.where(now)}. Its Python stacks, "
-                         f"most recent call first:\n")
-        sys.stderr.flush()
-        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-        sys.stderr.flush()
+        log.line(f"mpi-collectives: rank {self.rank}/{self.size} (pid {os.getpid()} on {self.host}) has not "
+                 f"arrived where rank {waiting_rank} waits; it is {state.where(now)}. Its Python stacks, "
+                 f"most recent call first:")
+        faulthandler.dump_traceback(file=log.terminal(), all_threads=True)
 
     def _print_record(self):
         """On stderr, or in MPI_COLLECTIVES_TRACE_DIR as the native layer writes it when it ends a job."""
@@ -191,8 +188,7 @@ class Watch:
                 return
             except OSError as e:  # the record must not be lost: on stderr, saying why not in the folder
                 text = f"mpi-collectives: could not write {path} ({e.strerror}); the record here instead:\n" + text
-        sys.stderr.write(text + record)
-        sys.stderr.flush()
+        log.line((text + record).rstrip("\n"))
 
     # ---- a host lost: liveness.py ----
     def _run_hosts(self):
@@ -292,8 +288,7 @@ class Watch:
         if ending:
             time.sleep(3)  # the other ranks look for their requests each second
             end_job(line)
-        sys.stderr.write("mpi-collectives: " + line + "\n")
-        sys.stderr.flush()
+        log.line("mpi-collectives: " + line)
 
     def _line(self, mine: State, held: float, missing: list, states: dict, ending: bool) -> str:
         now = time.time()

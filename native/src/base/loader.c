@@ -393,8 +393,8 @@ MPIABI_EXPORT const char *mpic_not_loaded_message(void) {
 
 /* _exit, because exit() would run JAX's atexit MPI_Finalize and land here again. */
 void mpic_not_loaded(const char *function) {
-  fprintf(stderr, "mpi-collectives: %s called, but %s\n", function, mpic_not_loaded_message());
-  fflush(stderr);
+  mpic_terminal_printf("mpi-collectives: %s called, but %s\n", function, mpic_not_loaded_message());
+  fflush(stderr); /* (the library's own lines first) */
   mpic_launcher_abort(1); /* the ranks that did load theirs wait in MPI_Init for this one */
   _exit(1);
 }

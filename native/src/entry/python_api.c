@@ -2,6 +2,7 @@
  * native/build_native.py; called only through mpi_collectives/base/mpi.py).
  * The functions return int, never void: a void one would make cffi refer to
  * Py_None, a data symbol the C conformance harness cannot resolve. */
+#include "agreement.h"
 #include "caller_cpus.h"
 #include "comm_record.h"
 #include "common.h"
@@ -12,6 +13,7 @@
 #include "launcher_abort.h"
 #include "library.h"
 #include "loader.h"
+#include "phases.h"
 #include "settings.h"
 #include "signature.h"
 #include "waits.h"
@@ -79,3 +81,17 @@ MPIABI_EXPORT int mpic_stall_describe(uint64_t sig, char *out, int len) {
 MPIABI_EXPORT int mpic_stall_members(int comm_id, int *out, int max) { return mpic_record_members(comm_id, out, max); }
 MPIABI_EXPORT int mpic_flight_record(char *out, int len) { return (int)mpic_flight_text(out, (size_t)len); }
 MPIABI_EXPORT int64_t mpic_monotonic(void) { return mpic_monotonic_ns(); }
+
+/* For mpi_collectives.services.phases (a test of a pytest suite is a phase): services/phases.h. */
+MPIABI_EXPORT int mpic_phases_begin_all(void) { return mpic_phases_start(); }
+MPIABI_EXPORT uintptr_t mpic_phases_comm_handle(void) { return (uintptr_t)mpic_phases_comm(); }
+MPIABI_EXPORT int mpic_phases_tag(int64_t phase) { return mpic_phase_tag(phase); }
+MPIABI_EXPORT int mpic_phases_enter(int64_t phase, const char *name, double timeout_s) {
+  mpic_phase_begin(phase, name, timeout_s);
+  return 0;
+}
+MPIABI_EXPORT int mpic_phases_given_up(int *out, int max) { return mpic_phase_given_up(out, max); }
+MPIABI_EXPORT int mpic_phases_settle(const int *triples, int n, double timeout_s) {
+  return mpic_agreement_settle(triples, n, timeout_s);
+}
+MPIABI_EXPORT int mpic_phases_stuck(char *where, int len) { return mpic_phase_stuck(where, len); }

@@ -26,6 +26,7 @@
 #include "check_block.h"
 #include "common.h"
 #include "end_job.h"
+#include "phases.h"
 #include "settings.h"
 #include "signature.h"
 
@@ -81,13 +82,19 @@ static int wider_on_some(const char *line) {
   return 0;
 }
 
+static int phases_differ(const int64_t *all, int size) {
+  for (int i = 1; i < size; i++)
+    if (all[3 * i + 2] != all[2]) return 1;
+  return 0;
+}
+
 /* Every rank learns every rank's signature, and all end the job with the same line. */
 static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct mpic_call *mine, uint64_t sig) {
   int size = 0;
   mpic_next_Comm_size(comm, &size);
-  int64_t pair[2] = {(int64_t)sig, mpic_record_world_rank()};
+  int64_t pair[3] = {(int64_t)sig, mpic_record_world_rank(), mpic_phase_now()};
   int64_t *all = calloc((size_t)(size > 0 ? size : 1), sizeof pair);
-  if (!all || mpic_next_Allgather(pair, 2, MPIABI_INT64_T, all, 2, MPIABI_INT64_T, comm) != 0)
+  if (!all || mpic_next_Allgather(pair, 3, MPIABI_INT64_T, all, 3, MPIABI_INT64_T, comm) != 0)
     mpic_fatal("rank %d: the ranks disagree about a collective (%s), and could not tell each other what "
                "they called. Fix: make every rank run the same collectives with the same shapes, dtypes "
                "and reductions",
@@ -98,24 +105,33 @@ static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct mp
   for (int i = 0; i < size && used < sizeof line - 200; i++) {
     int first = 1;
     for (int j = 0; j < i; j++)
-      if (all[2 * j] == all[2 * i]) first = 0;
+      if (all[3 * j] == all[3 * i] && all[3 * j + 2] == all[3 * i + 2]) first = 0;
     if (!first) continue;
     char what[160];
-    mpic_describe((uint64_t)all[2 * i], what, sizeof what);
+    mpic_describe((uint64_t)all[3 * i], what, sizeof what);
     int ranks = 0;
     used += (size_t)snprintf(line + used, sizeof line - used, "%s", shown++ ? "; " : "");
     for (int j = i; j < size && used < sizeof line - 200; j++)
-      if (all[2 * j] == all[2 * i]) {
+      if (all[3 * j] == all[3 * i] && all[3 * j + 2] == all[3 * i + 2]) {
         if (ranks < 8)
           used += (size_t)snprintf(line + used, sizeof line - used, "%s%lld", ranks ? "," : "rank ",
-                                   (long long)all[2 * j + 1]);
+                                   (long long)all[3 * j + 1]);
         else if (ranks == 8)
           used += (size_t)snprintf(line + used, sizeof line - used, ",...");
         ranks++;
       }
     used += (size_t)snprintf(line + used, sizeof line - used, " %s", what);
+    if (all[3 * i + 2] != pair[2] || phases_differ(all, size))
+      used += (size_t)snprintf(line + used, sizeof line - used, " in phase %lld", (long long)all[3 * i + 2]);
   }
+  int phased = phases_differ(all, size);
   free(all);
+  if (phased)
+    mpic_fatal("the ranks are in different phases of the program at one collective: %s. No result was "
+               "returned. A rank left a phase (a test) before a collective its peers wait in, or ran ahead "
+               "of them. Fix: make every rank run the same collectives in each phase; under pytest, run "
+               "the suite with the mpi_collectives plugin on (it is unless -p no:mpi_collectives)",
+               line);
   mpic_fatal("the ranks disagree about a collective: %s. No result was returned. Fix: make every rank run "
              "the same collectives with the same shapes, dtypes and reductions (look for a rank-dependent "
              "shape or branch%s); MPI_COLLECTIVES_CHECK_COLLECTIVES=0 turns this check off",
@@ -124,12 +140,54 @@ static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct mp
                                        : "");
 }
 
-void mpic_agreement_agree(const struct mpic_record *r, const struct mpic_call *c, uint64_t sig,
-                          struct mpic_block *b, size_t room) {
+int mpic_agreement_agree(struct mpic_record *r, const struct mpic_call *c, uint64_t sig, struct mpic_block *b,
+                         size_t room) {
   pthread_once(&block_once, make_blocks);
   if (block_error) mpic_call_failed("MPI_Op_create", block_error);
   int whole = room > MPIC_BLOCK_SMALL_PAYLOAD;
-  int ret = mpic_next_Allreduce(MPIABI_IN_PLACE, b, 1, block_type[whole], block_op[whole], r->comm);
+  int ret;
+  if (mpic_phases_on()) {
+    mpic_block_set_phase(b, mpic_phase_now());
+    ret = mpic_phase_agree(r, b, block_type[whole], block_op[whole]);
+    if (ret != 0 && ret == mpic_phase_error_code()) return ret; /* given up: XLA raises it */
+  } else {
+    ret = mpic_next_Allreduce(MPIABI_IN_PLACE, b, 1, block_type[whole], block_op[whole], r->comm);
+  }
   if (ret != 0) mpic_call_failed("MPI_Allreduce", ret);
   if (!mpic_block_agreed(b)) disagree(r->comm, c, sig);
+  return 0;
+}
+
+/* A check block that others gave up (phases.h) and this member never began:
+ * joined with a block that says nothing (theirs discard it). Keeps this
+ * record's count of collectives in step with theirs. */
+static int join_block(struct mpic_record *r, double timeout_s) {
+  pthread_once(&block_once, make_blocks);
+  if (block_error) return block_error;
+  int whole = mpic_agreement_room(r) > MPIC_BLOCK_SMALL_PAYLOAD;
+  struct mpic_block b;
+  mpic_block_start(&b, 0, MPIC_CARRY_NONE);
+  mpic_block_set_phase(&b, mpic_phase_now());
+  __atomic_add_fetch(&r->seq, 1, __ATOMIC_RELAXED);
+  MPIABI_Request req;
+  int ret = mpic_next_Iallreduce(MPIABI_IN_PLACE, &b, 1, block_type[whole], block_op[whole], r->comm, &req);
+  return ret ? ret : mpic_phase_poll(&req, timeout_s);
+}
+
+int mpic_agreement_settle(const int *triples, int n, double timeout_s) {
+  for (int i = 0; i < n; i++) {
+    int kind = triples[3 * i], id = triples[3 * i + 1], ret = 0;
+    unsigned seq = (unsigned)triples[3 * i + 2];
+    if (mpic_phase_wait_given(kind, id, seq, timeout_s, &ret)) {
+      if (ret) return ret;
+    } else if (kind == MPIC_GIVEN_UP_SPLIT) {
+      if ((ret = mpic_phase_join_split(id, timeout_s))) return ret;
+    } else {
+      struct mpic_record *r = mpic_record_by_id(id);
+      /* the given-up call was the seq-th on its communicator: a member short of it never began it */
+      while (r && __atomic_load_n(&r->seq, __ATOMIC_RELAXED) < seq)
+        if ((ret = join_block(r, timeout_s))) return ret;
+    }
+  }
+  return 0;
 }

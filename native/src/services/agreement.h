@@ -20,9 +20,17 @@ void mpic_agreement_learn(struct mpic_record *r, size_t carried_bytes);
 /* The check on communicator r: `b` already holds what this rank carries
  * (mpic_block_start, then its payload, within `room`: mpic_agreement_room's).
  * Returns once every rank called the same collective, b->payload holding the
- * carried result; ends the job with one line naming what each rank called
+ * carried result, or the phase's error code
+ * (a wait given up); ends the job with one line naming what each rank called
  * when they differ. */
-void mpic_agreement_agree(const struct mpic_record *r, const struct mpic_call *c, uint64_t sig,
-                          struct mpic_block *b, size_t room);
+int mpic_agreement_agree(struct mpic_record *r, const struct mpic_call *c, uint64_t sig, struct mpic_block *b,
+                         size_t room);
+/* While phases are on (phases.h), a wait in the check may be given up: then
+ * it returns the phase's error code, for the caller to return to XLA.
+ * After the ranks voted on a phase: every check block or split's exchange
+ * given up by any rank (kind, id, seq triples, the same list on every rank),
+ * waited for or joined, so that every communicator is whole again. 0, 1 (not
+ * done in timeout_s) or the library's error. */
+int mpic_agreement_settle(const int *triples, int n, double timeout_s);
 
 #endif

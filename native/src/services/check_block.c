@@ -29,6 +29,13 @@ void mpic_block_start(struct mpic_block *b, uint64_t sig, int carry) {
   b->not_carry = ~(uint64_t)carry;
 }
 
+void mpic_block_set_phase(struct mpic_block *b, int64_t phase) {
+  b->carry = (b->carry & ((1u << MPIC_CARRY_MODE_BITS) - 1)) | ((uint64_t)phase << MPIC_CARRY_MODE_BITS);
+  b->not_carry = ~b->carry;
+}
+
+int64_t mpic_block_phase(const struct mpic_block *b) { return (int64_t)(b->carry >> MPIC_CARRY_MODE_BITS); }
+
 int mpic_block_agreed(const struct mpic_block *b) { return b->sig == ~b->not_sig && b->carry == ~b->not_carry; }
 
 size_t mpic_block_element_size(uint64_t sig) {
@@ -129,9 +136,9 @@ static void combine(const unsigned char *in, unsigned char *inout, size_t payloa
   /* The data are combined only when both sides hold blocks of ranks that
    * all agree, and agree with each other. */
   if (mpic_block_agreed(&a) && mpic_block_agreed(&b) && a.sig == b.sig && a.carry == b.carry) {
-    if (a.carry == MPIC_CARRY_REDUCE) {
+    if (MPIC_CARRY_MODE(a.carry) == MPIC_CARRY_REDUCE) {
       reduce_data(a.sig, in + MPIC_BLOCK_HEADER, inout + MPIC_BLOCK_HEADER, payload);
-    } else if (a.carry == MPIC_CARRY_PLACE) {
+    } else if (MPIC_CARRY_MODE(a.carry) == MPIC_CARRY_PLACE) {
       for (size_t i = 0; i < payload; i++) inout[MPIC_BLOCK_HEADER + i] |= in[MPIC_BLOCK_HEADER + i];
     }
   }

@@ -27,6 +27,11 @@
  * means something else disagrees): nothing, data to reduce as the signature
  * says, or each rank's part in its own place (the others zero). */
 enum { MPIC_CARRY_NONE = 0, MPIC_CARRY_REDUCE = 1, MPIC_CARRY_PLACE = 2 };
+/* The carry word's low bits hold the mode; the bits above, the phase of the
+ * program its rank is in (phases.h), so that a collective of one phase never
+ * meets one of another: the words differ, and the check says so. */
+#define MPIC_CARRY_MODE_BITS 4
+#define MPIC_CARRY_MODE(word) ((int)((word) & ((1u << MPIC_CARRY_MODE_BITS) - 1)))
 
 struct mpic_block {
   /* The signature and the carry, each beside its complement: after the
@@ -38,6 +43,10 @@ struct mpic_block {
 
 /* A block for a rank's call: signature, carry, and no data yet. */
 void mpic_block_start(struct mpic_block *b, uint64_t sig, int carry);
+/* The phase this rank's call belongs to (0: none), in the carry word. */
+void mpic_block_set_phase(struct mpic_block *b, int64_t phase);
+/* After the all-reduce: the phase the highest rank's word named (its own alone when agreed). */
+int64_t mpic_block_phase(const struct mpic_block *b);
 /* After the all-reduce: did every rank call the same collective? */
 int mpic_block_agreed(const struct mpic_block *b);
 /* Bytes per element of the signature's datatype when the block can reduce

@@ -109,4 +109,11 @@ int mpic_record_members(int id, int *out, int max) {
   return got;
 }
 
+struct mpic_record *mpic_record_by_id(int id) {
+  int n = __atomic_load_n(&high, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++)
+    if (__atomic_load_n(&records[i].live, __ATOMIC_ACQUIRE) && records[i].id == id) return &records[i];
+  return NULL;
+}
+
 int mpic_record_world_rank(void) { return world_rank; }

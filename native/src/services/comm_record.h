@@ -39,6 +39,8 @@ struct mpic_record *mpic_record_add(MPIABI_Comm comm, int id);
 /* Its record, or NULL: a communicator XLA did not create (mpi4py's, the
  * user's, MPI_COMM_WORLD). Takes no lock. */
 struct mpic_record *mpic_record_of(MPIABI_Comm comm);
+/* The live record of the split with id `id` (the same on every member), or NULL. */
+struct mpic_record *mpic_record_by_id(int id);
 /* MPI_Comm_free: the record is forgotten first (the library may hand the
  * handle to someone else's communicator next), its slot free again. */
 int mpic_record_free(MPIABI_Comm *comm);

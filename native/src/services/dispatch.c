@@ -41,7 +41,11 @@ int mpic_dispatch(struct mpic_record *r, const struct mpic_call *c, const struct
     int carried = needs && needs <= room;
     mpic_block_start(&b, sig, carried ? carry->mode : MPIC_CARRY_NONE);
     if (carried) memcpy(b.payload + carry->in_at, carry->in, carry->in_bytes);
-    mpic_agreement_agree(r, c, sig, &b, room);
+    int given_up = mpic_agreement_agree(r, c, sig, &b, room);
+    if (given_up) { /* a phase's wait given up (phases.h): no data moved, XLA raises the error */
+      mpic_flight_end(ticket);
+      return given_up;
+    }
     mpic_agreement_learn(r, needs);
     if (carried) {
       memcpy(carry->out, b.payload + carry->out_from, carry->out_bytes);

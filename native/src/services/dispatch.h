@@ -41,7 +41,8 @@ struct mpic_carry mpic_carry_place(const struct mpic_call *c, const void *mine, 
  * arrives), `carry` (NULL for none) used when it fits; else the route is
  * chosen here, once: the node path where it takes the call (node/node.h),
  * else the library's `call`, both with args. `function` names the call in
- * the failure's sentence. Returns 0 (a failure ends the job). */
+ * the failure's sentence. Returns 0 (a failure ends the job), or the
+ * phase's error code when a phase's wait in the check was given up (phases.h). */
 int mpic_dispatch(struct mpic_record *r, const struct mpic_call *c, const struct mpic_carry *carry,
                   const char *function, mpic_library_call call, void *args);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "log.h"
 #include "flight.h"
 #include "launcher_env.h"
 #include "settings.h"
@@ -78,6 +79,7 @@ void mpic_flight_end(mpic_ticket ticket) {
 }
 
 int mpic_flight_new_split(void) { return __atomic_add_fetch(&splits, 1, __ATOMIC_RELAXED); }
+int mpic_flight_splits(void) { return __atomic_load_n(&splits, __ATOMIC_RELAXED); }
 
 int mpic_flight_current(uint64_t *sig, int *comm_id, unsigned *seq, int64_t *start_ns) {
   unsigned long best = 0;
@@ -203,8 +205,8 @@ void mpic_flight_prepare(void) { trace_file(); }
 void mpic_flight_report(void) {
   if (!__atomic_load_n(&written, __ATOMIC_RELAXED)) return; /* no collective yet: nothing to say */
   const char *path = trace_file();
-  int fd = *path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : 2;
-  if (fd < 0) fd = 2;
+  int fd = *path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : mpic_terminal();
+  if (fd < 0) fd = mpic_terminal();
   char where[64], text[RING * 200];
   mpic_launcher_where(where, sizeof where);
   int n = snprintf(text, sizeof text, "mpi-collectives: %s's last collectives (its flight record, oldest first):\n",
@@ -212,15 +214,15 @@ void mpic_flight_report(void) {
   size_t len = (size_t)n + mpic_flight_text(text + n, sizeof text - (size_t)n);
   ssize_t w = write(fd, text, len);
   (void)w;
-  if (fd != 2) close(fd);
+  if (fd != mpic_terminal()) close(fd);
 }
 
 void mpic_flight_report_from_signal(const char *head, size_t head_len) {
   if (!__atomic_load_n(&written, __ATOMIC_RELAXED)) return;
-  int fd = trace_path[0] ? open(trace_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : 2;
-  if (fd < 0) fd = 2;
+  int fd = trace_path[0] ? open(trace_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : mpic_terminal();
+  if (fd < 0) fd = mpic_terminal();
   ssize_t w = write(fd, head, head_len);
   (void)w;
   mpic_flight_write(fd);
-  if (fd != 2) close(fd);
+  if (fd != mpic_terminal()) close(fd);
 }

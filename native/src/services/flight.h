@@ -24,6 +24,8 @@ void mpic_flight_end(mpic_ticket ticket);
  * the devices' splits in the same order, so it names one communicator on all
  * of its members. */
 int mpic_flight_new_split(void);
+/* How many splits of the world this process has begun (the last one's ordinal). */
+int mpic_flight_splits(void);
 
 /* The latest collective this rank has begun and not ended: 1 and its
  * signature, communicator id, sequence number and start (CLOCK_MONOTONIC,

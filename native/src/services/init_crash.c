@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "common.h"
 #include "init_crash.h"
 
@@ -34,7 +35,7 @@ static void on_crash(int sig, siginfo_t *info, void *context) {
   (void)context;
   const char *text = note_len ? note : general;
   size_t len = note_len ? note_len : sizeof general - 1;
-  ssize_t wrote = write(2, text, len);
+  ssize_t wrote = write(mpic_terminal(), text, len);
   (void)wrote;
   for (int i = 0; i < 2; i++)
     if (signals[i] == sig) sigaction(sig, &before[i], NULL);

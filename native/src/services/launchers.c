@@ -17,14 +17,14 @@
  * every rank says it for itself. */
 static __attribute__((noreturn)) void mismatch(const struct mpic_launcher *l, int started, const char *what) {
   const char *r = getenv(l->rank_var);
-  fprintf(stderr,
+  mpic_terminal_printf(
           "mpi-collectives: error: process %s of %d was started by %s (%s=%d), but the MPI library %s "
           "(%s ABI) %s: the launcher and the library come from different MPI installations. "
           "Fix: launch with the mpiexec that belongs to %s, or set MPI_COLLECTIVES_LIBMPI to the "
           "libmpi of the MPI whose launcher you use.\n",
           r ? r : "?", started, l->name, l->size_var, started, mpic_loaded_path,
           mpic_family ? mpic_family->name : "no", what, mpic_loaded_path);
-  fflush(stderr);
+  fflush(stderr); /* (the library's own lines first) */
   mpic_launcher_abort(1); /* one rank alone may be wrong: the others wait in MPI_Init */
   _exit(1);
 }
@@ -52,14 +52,14 @@ void mpic_check_launcher_before_init(void) {
   if (getenv("PMIX_RANK") && !getenv("PMI_RANK") && !getenv("OMPI_COMM_WORLD_SIZE") &&
       mpic_family_id != MPIC_FAMILY_OPENMPI && !library_has_pmix()) {
     const char *r = getenv("PMIX_RANK");
-    fprintf(stderr,
+    mpic_terminal_printf(
             "mpi-collectives: error: process %s of %d was started through PMIx (%s, PMIX_RANK set), but the "
             "MPI library %s has no PMIx support (it speaks PMI-1 and PMI-2 only; the `mpich` wheel is built "
             "that way). Fix: %s, or use an MPI built with PMIx.\n",
             r, started, getenv("SLURM_STEP_ID") ? "srun --mpi=pmix" : l->name, mpic_loaded_path,
             getenv("SLURM_STEP_ID") ? "launch with srun --mpi=pmi2" : "launch with a PMI-2 launcher (srun --mpi=pmi2, "
             "or this MPI's own mpiexec)");
-    fflush(stderr);
+    fflush(stderr); /* (the library's own lines first) */
     mpic_launcher_abort(1);
     _exit(1);
   }
@@ -78,13 +78,13 @@ void mpic_check_launcher(int world_size, int world_rank) {
   if (world_size == 1 && !strcmp(l->kind, "slurm")) {
     /* srun set no PMI variable: no plugin wired the processes together. */
     const char *r = getenv(l->rank_var);
-    fprintf(stderr,
+    mpic_terminal_printf(
             "mpi-collectives: error: process %s of %d was started by srun without a PMI plugin (srun --mpi=none, "
             "or MpiDefault=none in slurm.conf), so the MPI library %s started it alone, as rank 0 of 1. "
             "Fix: srun --mpi=pmi2 (or the plugin your site's MPI was built for: `srun --mpi=list` shows them; "
             "pmix for Open MPI).\n",
             r ? r : "?", started, mpic_loaded_path);
-    fflush(stderr);
+    fflush(stderr); /* (the library's own lines first) */
     mpic_launcher_abort(1);
     _exit(1);
   }

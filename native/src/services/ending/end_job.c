@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "log.h"
 #include "end_job.h"
 #include "family.h"
 #include "launcher_abort.h"
@@ -42,8 +43,8 @@ void mpic_end_job_line(const char *line) {
   if (__atomic_exchange_n(&ending, 1, __ATOMIC_SEQ_CST)) {
     for (;;) pause(); /* another thread is ending the job: its line is the one */
   }
-  fprintf(stderr, "%s\n", line);
-  fflush(stderr);
+  mpic_terminal_printf("%s\n", line);
+  fflush(stderr); /* (the library's own lines first) */
   mpic_flight_report(); /* what this rank ran last, for the one who reads the line */
   mpic_watch_self_quiet(); /* this line says why; the rank's watcher process must not add another */
   /* Give the launcher a moment to forward the line first (Hydra loses it

@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include "log.h"
 #include "common.h"
 #include "pidfd.h"
 #include "self_watch.h"
@@ -283,7 +284,7 @@ __attribute__((noreturn)) static void watcher_main(struct watched *w) {
             break;
           }
       if (claim_report()) {
-        ssize_t written = write(2, w->lines + (size_t)index * MAX_LINE, (size_t)w->lens[index]);
+        ssize_t written = write(mpic_terminal(), w->lines + (size_t)index * MAX_LINE, (size_t)w->lens[index]);
         (void)written;
         hold_claim_and_exit();
       }

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "log.h"
 #include "common.h"
 #include "flight.h"
 #include "self_watch.h"
@@ -39,7 +40,7 @@ static sem_t grace_started;
 /* The line, and the flight record where the line points to it (the grace ran out: where was the
  * rank?); a plain SIGTERM (scancel, a time limit) is the one line the docs promise. */
 static void end_now(const char *text, size_t len, int sig, int with_record) {
-  ssize_t w = write(2, text, len);
+  ssize_t w = write(mpic_terminal(), text, len);
   (void)w;
   mpic_watch_self_quiet();
   if (with_record) mpic_flight_report_from_signal(record_head, record_head_len);
@@ -62,7 +63,7 @@ static void tell_jax(int sig) {
 static void on_stop(int sig) {
   __atomic_store_n(&mpic_stopping, 1, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&grace_seconds, __ATOMIC_SEQ_CST) > 0 && !__atomic_exchange_n(&in_grace, 1, __ATOMIC_SEQ_CST)) {
-    ssize_t w = write(2, grace_line, grace_line_len);
+    ssize_t w = write(mpic_terminal(), grace_line, grace_line_len);
     (void)w;
     tell_jax(sig);
     sem_post(&grace_started);

@@ -1,0 +1,204 @@
+"""Phases of a program: the ranks end each phase together, with one outcome.
+
+A phase is a stretch of a program that every rank runs (a test of a pytest
+suite is three: its setup, its call and its teardown; `mpi_collectives.phase`
+marks a program's own). While phases are on, the native layer stamps every
+collective's check block with the phase, and a rank waiting in a collective
+gives the wait up when a member of its communicator has already ended the
+phase (native/src/services/phases.h): the wait returns an MPI error, which
+XLA raises as an exception in that rank's phase.
+
+At the end of a phase every rank votes: its outcome (passed, skipped,
+failed), the text that goes with it, and the waits it gave up. The votes are
+messages on a communicator of the phases' own (never XLA's), sent to every
+rank, so that a rank waiting in a collective sees a member's vote arrive
+(an MPI_Iprobe in its wait) and gives up. Once every vote is in, the waits
+given up are settled (every member that did not give one up joins it), and
+the next phase starts on whole communicators: a collective of one phase
+never meets a collective of another.
+
+A wait that cannot be given up (a collective's data, once every rank had
+agreed on it; a point-to-point transfer) is `stuck`: the rank sees it and
+tells rank 0 (a `stuck` message), which ends the job with the line after
+the caller has kept what it must (the pytest plugin's report).
+"""
+import threading
+import time
+
+import numpy as np
+
+from ..base import mpi
+
+# The header each rank sends every other rank when it ends a phase: the phase, the outcome, the
+# length of its text, how many waits it gave up, and those (kind, id, sequence) triples.
+_GIVEN_MAX = 16
+_HEADER = 4 + 3 * _GIVEN_MAX
+TEXT_TAG = 30001   # the outcome's text, after the header (phase tags are 1..30000)
+STUCK_TAG = 30002  # a rank stuck in a wait that cannot be given up, to rank 0
+
+PASSED, SKIPPED, FAILED = 0, 1, 2
+
+
+class Vote:
+    """Every rank's vote on one phase: outcome, text, and waits given up (per rank)."""
+
+    def __init__(self, outcomes, texts, given):
+        self.outcomes, self.texts, self.given = outcomes, texts, given
+
+    def worst(self) -> int:
+        return max(self.outcomes)
+
+    def ranks(self, outcome: int) -> list:
+        return [r for r, o in enumerate(self.outcomes) if o == outcome]
+
+
+class Stuck(Exception):
+    """A rank waits where no wait can be given up; its words are the message."""
+
+
+class Phases:
+    """The phases of this process: start() once on every rank, then begin() and end() each phase."""
+
+    def __init__(self, rank: int, size: int):
+        self.rank, self.size = rank, size
+        self.comm = mpi.phases_start()  # collective: every rank at once
+        self.number = 0
+        self.name = ""
+        self._watch = None
+        self._stuck_line = None
+        self._voting = False
+        self._on_stuck = None
+        self._lock = threading.Lock()
+
+    def begin(self, name: str, timeout: float = 0) -> int:
+        """The next phase (numbered alike on every rank: every rank begins the same phases)."""
+        self.number += 1
+        self.name = name
+        mpi.phase_enter(self.number, name, timeout)
+        return self.number
+
+    def end(self, outcome: int, text: str = "", on_wait=None) -> Vote:
+        """Vote on the current phase and settle what was given up; returns every rank's vote.
+        `on_wait(seconds)` is called while the votes are not all in (at most every 0.2 s).
+        Raises Stuck when a rank waits where nothing can be given up."""
+        self._voting = True
+        try:
+            return self._end(outcome, text, on_wait)
+        finally:
+            self._voting = False
+
+    def _end(self, outcome, text, on_wait) -> Vote:
+        tag = mpi.phase_tag(self.number)
+        given = mpi.phase_given_up()[:_GIVEN_MAX]
+        data = text.encode(errors="replace") if text else b""
+        header = np.zeros(_HEADER, np.int64)
+        header[:4] = (self.number, outcome, len(data), len(given))
+        for i, triple in enumerate(given):
+            header[4 + 3 * i: 7 + 3 * i] = triple
+        others = [r for r in range(self.size) if r != self.rank]
+        headers = {r: np.zeros(_HEADER, np.int64) for r in others}
+        requests = [mpi.isend(header, r, tag, self.comm) for r in others]
+        requests += [mpi.irecv(headers[r], r, tag, self.comm) for r in others]
+        self._wait(requests, on_wait)
+        if any(int(h[0]) != self.number for h in headers.values()):
+            bad = [r for r in others if int(headers[r][0]) != self.number]
+            raise Stuck(f"rank {bad[0]} voted on phase {int(headers[bad[0]][0])} where rank {self.rank} is in "
+                        f"phase {self.number} ({self.name}): the ranks do not run the same phases")
+        # The texts, from the ranks that have one, to every rank.
+        texts = {self.rank: text}
+        buffers = {r: np.zeros(int(headers[r][2]), np.uint8) for r in others if headers[r][2] > 0}
+        requests = [mpi.irecv(buffers[r], r, TEXT_TAG, self.comm) for r in buffers]
+        if data:
+            payload = np.frombuffer(data, np.uint8)
+            requests += [mpi.isend(payload, r, TEXT_TAG, self.comm) for r in others]
+        self._wait(requests, on_wait)
+        for r in others:
+            texts[r] = bytes(buffers[r]).decode(errors="replace") if r in buffers else ""
+        outcomes, given_by = [], []
+        for r in range(self.size):
+            h = header if r == self.rank else headers[r]
+            outcomes.append(int(h[1]))
+            given_by.append([tuple(int(v) for v in h[4 + 3 * i: 7 + 3 * i]) for i in range(int(h[3]))])
+        triples = sorted({t for g in given_by for t in g})
+        if triples and mpi.phase_settle(triples, 30.0) != 0:
+            raise Stuck(f"the waits given up in {self.name} could not be settled within 30 s "
+                        f"({len(triples)} of them, on communicators {sorted({t[1] for t in triples})})")
+        return Vote(outcomes, [texts[r] for r in range(self.size)], given_by)
+
+    def _wait(self, requests, on_wait):
+        """Polls the requests; between polls, a stuck rank's line ends the wait (Stuck)."""
+        start = last = time.monotonic()
+        pending = list(range(len(requests)))
+        delay = 0.0
+        while pending:
+            pending = [i for i in pending if not mpi.test(requests[i][0])]
+            if not pending:
+                return
+            now = time.monotonic()
+            if now - last >= 0.2:
+                last = now
+                line = self.stuck_line()
+                if line:
+                    raise Stuck(line)
+                if on_wait:
+                    on_wait(now - start)
+            delay = min(0.002, delay + 0.00005)  # a quick phase end costs microseconds, a long one no CPU
+            time.sleep(delay)
+
+    # ---- stuck waits: a thread that looks each 0.5 s ----
+
+    def watch(self, on_stuck):
+        """Start the thread that sees this rank stuck (two looks in a row). A stuck rank tells rank 0;
+        rank 0 calls on_stuck(line) from the thread where its main thread cannot (it is not in a
+        vote: stuck itself), and must end the job there. A rank that told rank 0 and is still
+        stuck 30 s later ends the job itself with on_stuck."""
+        self._on_stuck = on_stuck
+        if self._watch is None:
+            self._watch = threading.Thread(target=self._run, name="mpi-collectives-phases", daemon=True)
+            self._watch.start()
+
+    def _run(self):
+        seen, told_at = "", None
+        while True:
+            time.sleep(0.5)
+            try:
+                where = mpi.phase_stuck()
+                if self.rank == 0 and not where and not self._voting:
+                    where = self.stuck_line()  # a stuck rank's line, kept once received
+            except Exception:
+                return  # MPI finalized: nothing to watch
+            if not where:
+                seen, told_at = "", None
+                continue
+            if seen and told_at is None:
+                told_at = time.monotonic()
+                line = where if where == self._stuck_line else f"{where} ({self.name})"
+                with self._lock:
+                    self._stuck_line = line
+                if self.rank == 0:
+                    if not self._voting:  # the main thread waits in the program: this thread ends the job
+                        self._on_stuck(line)
+                else:
+                    self._sent = np.frombuffer(line.encode(errors="replace"), np.uint8)  # kept until sent
+                    mpi.isend(self._sent, 0, STUCK_TAG, self.comm)
+            elif told_at is not None and time.monotonic() - told_at > 30:
+                self._on_stuck(self._stuck_line + "; rank 0 did not end the job within 30 s")
+            seen = where
+
+    def stuck_line(self) -> str:
+        """This rank's own stuck line, or (rank 0) one a stuck rank sent; "" when none."""
+        with self._lock:
+            if self._stuck_line:
+                return self._stuck_line
+        return self._received_stuck() if self.rank == 0 else ""
+
+    def _received_stuck(self) -> str:
+        if not mpi.probe(-1, STUCK_TAG, self.comm):
+            return ""
+        buffer = np.zeros(512, np.uint8)
+        request = mpi.irecv(buffer, -1, STUCK_TAG, self.comm)
+        mpi.wait_all([request], 5.0)
+        line = bytes(buffer).rstrip(b"\0").decode(errors="replace")
+        with self._lock:
+            self._stuck_line = line
+        return line

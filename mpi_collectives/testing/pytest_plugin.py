@@ -1,0 +1,345 @@
+"""A pytest suite under a launcher, run as one job (mpi_collectives_pytest_plugin.py loads this).
+
+What a person who runs `mpiexec -n 4 python -m pytest` expects of pytest:
+
+- One outcome a test on every rank. After each stage of a test (setup,
+  call, teardown) the ranks vote (mpi_collectives.services.phases): a stage
+  that failed or was skipped on any rank has that outcome on every rank, its
+  report holding each rank's own traceback under the rank's number. Rank 0
+  prints the report; the others are quiet (--mpi-report-all); every rank
+  exits with the same code; --junitxml is written by rank 0 alone, with
+  every rank's failures.
+- Never a wrong number across tests: each stage is a phase of the program;
+  a collective of one never meets a collective of another. A rank waiting
+  in a collective for a rank that already ended the stage gives the wait up,
+  and the collective raises in that rank's test, naming the rank that left.
+- Where a wait cannot be given up (a point-to-point transfer, a collective
+  whose data already move), the job ends within seconds with one line
+  naming the test, the rank that left and where the other waits; rank 0
+  prints and writes the report of the tests already run first.
+- --mpi-timeout SECONDS: a stage that runs longer on any rank fails on every
+  rank, with where each rank was.
+- The `mpi` marker's min_size, as pytest-mpi honours it, with or without it.
+"""
+import hashlib
+import os
+import signal
+
+import pytest
+
+from .. import InitializeError, initialize
+from ..base import log
+from ..base.ending import end_job
+from ..services import phases as _phases
+
+_STARTED = None
+
+
+def start(config) -> None:
+    """initialize(), once, before conftests and test modules import mpi4py.MPI or jax. A suite
+    that calls mpi_collectives.initialize() itself gets the same Info back; one that calls
+    jax.distributed.initialize() itself finds it done (the call returns, as the package's cluster
+    environment makes it)."""
+    global _STARTED
+    if _STARTED is not None:
+        return
+    try:
+        _STARTED = initialize()
+    except InitializeError as e:
+        raise pytest.UsageError(str(e)) from None
+    _allow_jax_distributed_again()
+
+
+def _allow_jax_distributed_again() -> None:
+    """A suite written for JAX's own way calls jax.distributed.initialize() in a conftest or a
+    fixture; the plugin joined the ranks already, so that call finds the job running, as it would
+    have made it. Only calls that ask for this job (no arguments, or this job's own process count
+    and id) return; others get JAX's own error."""
+    import jax
+
+    original = jax.distributed.initialize
+    if getattr(original, "_mpi_collectives_plugin", False):
+        return
+
+    def initialize_once(*args, **kwargs):
+        asked_size = kwargs.get("num_processes", args[1] if len(args) > 1 else None)
+        asked_id = kwargs.get("process_id", args[2] if len(args) > 2 else None)
+        if asked_size in (None, _STARTED.size) and asked_id in (None, _STARTED.rank):
+            log.log("jax.distributed.initialize(): already joined by the pytest plugin", level=1)
+            return None
+        return original(*args, **kwargs)
+
+    initialize_once._mpi_collectives_plugin = True
+    jax.distributed.initialize = initialize_once
+
+
+class Plugin:
+    """The hooks, registered once per run on every rank (mpi_collectives_pytest_plugin.py)."""
+
+    def __init__(self, config):
+        start(config)
+        self.config = config
+        self.rank, self.size = _STARTED.rank, _STARTED.size
+        self.phases = _phases.Phases(self.rank, self.size)
+        self.phases.watch(self._stuck)
+        self.timeout = float(config.getoption("mpi_timeout") or 0)
+        self.report_all = bool(config.getoption("mpi_report_all"))
+        self.has_pytest_mpi = config.pluginmanager.hasplugin("pytest_mpi")
+        config.addinivalue_line("markers", "mpi(min_size=N): a test for N or more MPI ranks")
+        if self.rank != 0:
+            config.option.xmlpath = None  # rank 0 writes the one file, with every rank's failures
+        self._stage = None
+
+    # ---- rank 0 speaks ----
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session):
+        config = session.config
+        if self.rank != 0 and not self.report_all:
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter._tw._file = open(os.devnull, "w")  # the report is rank 0's, for every rank
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_report_header(self, config):
+        return [f"mpi-collectives: {self.size} ranks (this is rank {self.rank}); outcomes agreed across ranks, "
+                f"the report from rank 0"]
+
+    # ---- the same tests everywhere ----
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session):
+        """Every rank must run the same tests in the same order: a rank-dependent collection (a
+        test module that skips on some ranks at import, a rank-dependent parametrize) would pair
+        each rank's tests with another's. Collection errors on one rank stop every rank."""
+        ids = "\n".join(item.nodeid for item in session.items).encode()
+        digest = hashlib.sha1(ids).hexdigest()
+        self.phases.begin("collection")
+        failed = bool(session.testsfailed)
+        vote = self.phases.end(_phases.FAILED if failed else _phases.PASSED, f"{digest} {len(session.items)}")
+        bad = vote.ranks(_phases.FAILED)
+        if bad:
+            if not failed:
+                session.testsfailed += 1  # pytest then stops after collection here too
+            if self.rank == 0:
+                self._write(f"mpi-collectives: collection failed on rank{'s' if len(bad) > 1 else ''} "
+                            f"{', '.join(map(str, bad))} (that rank's errors are in its own output with "
+                            f"--mpi-report-all); every rank stops")
+            return
+        seen = {text for text in vote.texts}
+        if len(seen) > 1:
+            counts = ", ".join(f"rank {r}: {text.split()[1]} tests" for r, text in enumerate(vote.texts))
+            pytest.exit(f"mpi-collectives: the ranks collected different tests ({counts}), so each rank would "
+                        f"run another test at the same time. Fix: collect the same tests on every rank (no "
+                        f"rank-dependent parametrize, collect_ignore or skip at import; give every rank the "
+                        f"same -k, -m and paths)", returncode=pytest.ExitCode.USAGE_ERROR)
+
+    # ---- each stage of a test is a phase ----
+
+    def _begin(self, item, when):
+        self.phases.begin(f"{item.nodeid} ({when})" if when != "call" else item.nodeid, self.timeout)
+        self._stage = (item, when)
+        if self.timeout > 0:
+            signal.signal(signal.SIGALRM, self._alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.timeout)
+
+    def _alarm(self, signum, frame):
+        if self._stage is not None:
+            item, when = self._stage
+            pytest.fail(f"mpi-collectives: {item.nodeid} ({when}) ran longer than --mpi-timeout="
+                        f"{self.timeout:g} s on rank {self.rank}; it was here when stopped", pytrace=True)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        self._begin(item, "setup")
+        for mark in item.iter_markers(name="mpi"):
+            min_size = mark.kwargs.get("min_size")
+            if min_size is not None and self.size < min_size and not self._pytest_mpi_decides(item):
+                pytest.skip(f"needs {min_size} MPI ranks, the job has {self.size}")
+
+    def _pytest_mpi_decides(self, item) -> bool:
+        return self.has_pytest_mpi and bool(item.config.getoption("--with-mpi", default=False))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item):
+        self._begin(item, "call")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_teardown(self, item, nextitem):
+        self._begin(item, "teardown")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        if self.timeout > 0:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        self._stage = None
+        outcome = yield
+        report = outcome.get_result()
+        try:
+            self._agree(item, report)
+        except _phases.Stuck as e:
+            self._stuck(str(e), report=report)
+
+    def _agree(self, item, report):
+        mine = _phases.FAILED if report.failed else _phases.SKIPPED if report.skipped else _phases.PASSED
+        text = ""
+        if report.failed:
+            text = report.longreprtext or "failed"
+        elif report.skipped:
+            text = ("xfail: " + report.wasxfail) if hasattr(report, "wasxfail") else _skip_reason(report)
+        vote = self.phases.end(mine, text)
+        failed = vote.ranks(_phases.FAILED)
+        # A rank whose failure is a wait it gave up failed because another rank left: that rank's
+        # outcome is the test's (a skip on one rank is a skip; a failure, the failure).
+        caused = [r for r in failed if vote.given[r]]
+        if caused and len(caused) == len(failed) and vote.ranks(_phases.SKIPPED):
+            failed = []
+        if failed:
+            if mine != _phases.FAILED or len(failed) < self.size or len(set(vote.texts)) > 1:
+                report.longrepr = _failures(report.when, vote, failed)
+            report.outcome = "failed"
+            if hasattr(report, "wasxfail"):
+                del report.wasxfail
+            return
+        skipped = vote.ranks(_phases.SKIPPED)
+        if skipped and mine != _phases.SKIPPED:
+            if hasattr(report, "wasxfail"):
+                del report.wasxfail
+            first = skipped[0]
+            reason = vote.texts[first]
+            report.outcome = "skipped"
+            if reason.startswith("xfail: "):
+                report.wasxfail = reason[len("xfail: "):]
+                report.longrepr = None
+            else:
+                path, line = str(item.path), (item.location[1] or 0) + 1
+                report.longrepr = (path, line, f"{reason} (skipped on rank{'s' if len(skipped) > 1 else ''} "
+                                               f"{', '.join(map(str, skipped))})")
+
+    # ---- one exit status ----
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        try:
+            self.phases.begin("end of the session")
+            vote = self.phases.end(int(exitstatus))
+            session.exitstatus = max(vote.outcomes)
+        except _phases.Stuck as e:
+            self._stuck(str(e))
+
+    # ---- a wait nothing can give up: end the job, the report kept ----
+
+    def _stuck(self, line, report=None):
+        stage = self._stage_name()
+        if self.rank == 0:
+            try:
+                self._write_report_so_far(report)
+            except Exception as e:  # the job must still end, with its line
+                self._write(f"mpi-collectives: the report could not be written: {type(e).__name__}: {e}")
+        end_job(f"mpi-collectives: error: {stage} cannot finish: {line}, a wait that cannot be given up. "
+                f"The report of the tests run so far is above{self._junit_words()}. Fix: make every rank reach "
+                f"the same point-to-point transfers (ppermute, all_to_all) in each test, or fail the test on "
+                f"every rank (the test's report names each rank's failure)")
+
+    def _stage_name(self) -> str:
+        return self.phases.name or "the test"
+
+    def _junit_words(self) -> str:
+        path = getattr(self.config.option, "xmlpath", None)
+        return f" and in {path}" if path and self.rank == 0 else ""
+
+    def _write_report_so_far(self, report):
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if report is not None:
+            self.config.hook.pytest_runtest_logreport(report=report)
+        if reporter is not None:
+            reporter.summary_failures()
+            reporter.summary_errors()
+            reporter.summary_stats()
+        from _pytest.junitxml import xml_key
+        xml = self.config.stash.get(xml_key, None)
+        if xml is not None:
+            xml.pytest_sessionfinish()
+
+    def _write(self, text):
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(text)
+        else:
+            log.line(text)
+
+    # ---- fixtures ----
+
+    @pytest.fixture(scope="session")
+    def mpi_rank(self):
+        """This process's rank in the job."""
+        return self.rank
+
+    @pytest.fixture(scope="session")
+    def mpi_size(self):
+        """How many ranks the job has."""
+        return self.size
+
+    @pytest.fixture(scope="session")
+    def mpi_mesh(self):
+        """A one-axis mesh ("devices") over every device of the job, in jax.devices() order."""
+        import jax
+        import numpy as np
+
+        return jax.sharding.Mesh(np.array(jax.devices()), ("devices",))
+
+    @pytest.fixture
+    def mpi_shared_path(self, tmp_path_factory):
+        """A new directory for the test, the same path on every rank (made by rank 0 and named to the
+        others; shared when the ranks share a filesystem, as one node's ranks do)."""
+        import numpy as np
+        from ..base import mpi
+
+        name = str(tmp_path_factory.mktemp("mpi-shared")) if self.rank == 0 else ""
+        data = np.zeros(4096, np.uint8)
+        encoded = name.encode()
+        data[:len(encoded)] = np.frombuffer(encoded, np.uint8)
+        data = mpi.bcast(data, 0)
+        import pathlib
+        return pathlib.Path(bytes(data).rstrip(b"\0").decode())
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr or "skipped")
+
+
+def _crash_line(text: str) -> str:
+    """The exception's line of a failure's text (pytest's `E   ` lines), for the summary."""
+    lines = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    for line in lines:
+        if line and not line.startswith(("+", "where")):
+            return line[:200]
+    return (text.strip().splitlines() or ["failed"])[-1][:200]
+
+
+def _failures(when: str, vote, failed: list) -> str:
+    """Each failing rank's own report under its number; ranks with the same text once."""
+    groups = {}
+    for r in failed:
+        groups.setdefault(vote.texts[r], []).append(r)
+    stage = {"setup": "its setup", "teardown": "its teardown"}.get(when, "the test")
+    first = next((r for r in failed if not vote.given[r]), failed[0])
+    head = (f"rank {first}: {_crash_line(vote.texts[first])} -- mpi-collectives: {stage} failed on "
+            f"rank{'s' if len(failed) > 1 else ''} {', '.join(map(str, failed))} of {len(vote.outcomes)}")
+    others = [r for r, o in enumerate(vote.outcomes) if o != _phases.FAILED]
+    if others:
+        head += (f" (and so fails on every rank; rank{'s' if len(others) > 1 else ''} "
+                 f"{', '.join(map(str, others))} did not fail it)")
+    caused = [r for r in failed if vote.given[r]]
+    if caused and len(caused) < len(failed):
+        head += (f"; rank{'s' if len(caused) > 1 else ''} {', '.join(map(str, caused))} failed waiting for a rank "
+                 f"that had left it")
+    parts = [head]
+    for text, ranks in sorted(groups.items(), key=lambda group: (bool(vote.given[group[1][0]]), group[1])):
+        parts.append(f"{'_' * 20} rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))} {'_' * 20}")
+        parts.append(text)
+    return "\n".join(parts)
+

@@ -1,0 +1,75 @@
+"""mpi-collectives' pytest plugin: a test suite under mpiexec or srun runs as one job.
+
+Registered under pytest's `pytest11` entry-point group (pyproject.toml), so
+pytest loads it in every run; it does nothing unless pytest was started by
+a launcher with more than one rank (`mpiexec -n 4 python -m pytest`,
+`srun -n 4 python -m pytest`). Then it starts MPI and JAX through
+mpi_collectives.initialize() before any conftest or test module is
+imported, and runs mpi_collectives.testing.pytest_plugin: every test has one
+outcome on every rank, a collective of one test never meets one of another,
+rank 0 prints the report. `-p no:mpi_collectives` turns it off.
+
+A module of its own, outside the package, so that a pytest run without a
+launcher pays for a few environment lookups, not for importing
+mpi_collectives (which sets MPITRAMPOLINE_LIB for the whole process).
+"""
+import os
+
+import pytest
+
+# What a launcher of several ranks sets in each rank (mpi_collectives/base/launchers.py has the
+# table; tests/package/test_pytest_plugin.py checks these are in it): Open MPI's mpirun, a Hydra
+# mpiexec (MPICH, Intel MPI) or srun --mpi=pmi2, a PMIx launcher, and srun whatever its --mpi.
+# Not SLURM_NTASKS: a batch script has it on the one process that runs pytest directly.
+SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS")
+
+
+def launched_size() -> int:
+    for name in SIZE_VARIABLES:
+        try:
+            size = int(os.environ.get(name) or 0)
+        except ValueError:
+            continue
+        if size:
+            return size
+    return 1
+
+
+_ACTIVE = launched_size() > 1
+_PLUGIN = None
+if _ACTIVE:
+    # Before pytest captures descriptor 2 (it does in pytest_load_initial_conftests): the package's
+    # sentences go to the terminal, not into a capture file that is lost when a job ends.
+    from mpi_collectives.base import log as _log  # noqa: E402  (imports the package: only when launched)
+
+    _log.keep_terminal()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("mpi-collectives", "multi-process JAX tests over MPI (mpi-collectives)")
+    group.addoption("--mpi-timeout", type=float, default=0, metavar="SECONDS",
+                    help="fail a test (its setup, call or teardown) on every rank when it runs longer than "
+                         "SECONDS on any rank, with where each rank was; 0: no limit (default)")
+    group.addoption("--mpi-report-all", action="store_true", default=False,
+                    help="every rank prints its report (default: rank 0 alone, with every rank's failures)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """MPI and JAX start here, before any conftest.py or test module imports mpi4py.MPI or jax."""
+    if _ACTIVE:
+        from mpi_collectives.testing import pytest_plugin
+
+        pytest_plugin.start(early_config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    global _PLUGIN
+    if _ACTIVE:
+        from mpi_collectives.testing import pytest_plugin
+
+        _PLUGIN = pytest_plugin.Plugin(config)
+        config.pluginmanager.register(_PLUGIN, "mpi_collectives_ranks")
+    else:
+        config.addinivalue_line("markers", "mpi(min_size=N): a test for N or more MPI ranks")

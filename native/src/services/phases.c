@@ -1,0 +1,269 @@
+/* Phases of a program (phases.h): waits a rank can give up, and the settling
+ * of what it gave up once the ranks have voted.
+ *
+ * Why a wait may be given up: in a pytest suite a rank that fails a test
+ * before a collective goes on to the next test, and its peers wait in that
+ * collective for a rank that will never come; XLA would then pair the peers'
+ * call with the next test's (a wrong number, or a hang). Only a wait that no
+ * data has passed can be given up without harm: the check's block (every
+ * collective on XLA's communicators begins with one while the checks are on)
+ * and a split's exchange of (color, key). Both are nonblocking calls here,
+ * polled, so that the wait can look for the vote of a member that has
+ * already ended the phase. A call given up stays pending in `given[]`; once
+ * every rank has voted, the members that never entered it join it with a
+ * block that carries nothing, and the communicator is whole again. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "end_job.h"
+#include "flight.h"
+#include "phases.h"
+#include "signature.h"
+#include "waits.h"
+
+static MPIABI_Comm phase_comm; /* MPIABI_COMM_NULL until mpic_phases_start */
+static int phases_on = 0;
+static int error_code = 0;
+static int64_t phase = 0, deadline_ns = 0;
+static double phase_timeout = 0;
+static char phase_name[160] = "";
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* given[] and the error string */
+
+/* A call given up, or being waited for; its buffers live here, not on a
+ * caller's stack, because the library writes them until the call completes. */
+#define MPIC_GIVEN_MAX 16
+struct given {
+  int state; /* 0 free, 1 waiting, 2 given up */
+  int kind, id;
+  unsigned seq;
+  MPIABI_Request req;
+  struct mpic_block block;
+  int pair[2];
+  int *all; /* the split's exchange: 2 ints a rank */
+};
+static struct given given[MPIC_GIVEN_MAX];
+
+int mpic_phases_start(void) {
+  if (phases_on) return 0;
+  int ret = mpic_next_Comm_dup(MPIABI_COMM_WORLD, &phase_comm);
+  if (ret == 0) ret = mpic_next_Comm_set_errhandler(phase_comm, MPIABI_ERRORS_RETURN);
+  int cls = 0;
+  if (ret == 0) ret = mpic_next_Add_error_class(&cls);
+  if (ret == 0) ret = mpic_next_Add_error_code(cls, &error_code);
+  if (ret == 0) ret = mpic_next_Add_error_string(error_code, "mpi-collectives: a wait was given up");
+  if (ret == 0) __atomic_store_n(&phases_on, 1, __ATOMIC_RELEASE);
+  return ret;
+}
+
+int mpic_phase_error_code(void) { return error_code; }
+int mpic_phases_on(void) { return __atomic_load_n(&phases_on, __ATOMIC_ACQUIRE); }
+MPIABI_Comm mpic_phases_comm(void) { return phase_comm; }
+/* 1..30000: MPI_TAG_UB is at least 32767 in every library; a phase's votes are
+ * all received before the next phase begins, so the numbers may wrap. */
+int mpic_phase_tag(int64_t p) { return 1 + (int)(p % 30000); }
+int64_t mpic_phase_now(void) { return __atomic_load_n(&phase, __ATOMIC_ACQUIRE); }
+
+void mpic_phase_begin(int64_t p, const char *name, double timeout_s) {
+  pthread_mutex_lock(&lock);
+  snprintf(phase_name, sizeof phase_name, "%s", name ? name : "");
+  phase_timeout = timeout_s;
+  pthread_mutex_unlock(&lock);
+  __atomic_store_n(&deadline_ns, timeout_s > 0 ? mpic_monotonic_ns() + (int64_t)(timeout_s * 1e9) : 0,
+                   __ATOMIC_RELEASE);
+  __atomic_store_n(&phase, p, __ATOMIC_RELEASE);
+}
+
+static struct given *take(int kind, int id, unsigned seq) {
+  pthread_mutex_lock(&lock);
+  struct given *g = NULL;
+  for (int i = 0; i < MPIC_GIVEN_MAX && !g; i++)
+    if (given[i].state == 0) g = &given[i];
+  if (g) g->state = 1, g->kind = kind, g->id = id, g->seq = seq, g->all = NULL;
+  pthread_mutex_unlock(&lock);
+  return g;
+}
+
+static void release(struct given *g) {
+  pthread_mutex_lock(&lock);
+  free(g->all);
+  g->all = NULL;
+  g->state = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+/* The member of `members` (world ranks; NULL: every rank) whose vote on the
+ * current phase has arrived, or -1. */
+static int member_done(const int *members, int n) {
+  int flag = 0;
+  MPIABI_Status st;
+  if (mpic_next_Iprobe(MPIABI_ANY_SOURCE, mpic_phase_tag(mpic_phase_now()), phase_comm, &flag, &st) != 0 || !flag)
+    return -1;
+  if (!members) return st.MPI_SOURCE;
+  for (int i = 0; i < n; i++)
+    if (members[i] == st.MPI_SOURCE) return st.MPI_SOURCE;
+  return -1;
+}
+
+/* Sets the phase's error text for this wait and returns its code. */
+static int give_up(struct given *g, const char *what, int comm_id, int left, double waited) {
+  char text[512], name[160];
+  pthread_mutex_lock(&lock);
+  snprintf(name, sizeof name, "%s", phase_name);
+  double limit = phase_timeout;
+  g->state = 2;
+  if (left >= 0)
+    snprintf(text, sizeof text,
+             "mpi-collectives: rank %d ended %s before this %s (on communicator %d) and will not call it: "
+             "no result. That rank's failure is in the test's report",
+             left, name[0] ? name : "this phase", what, comm_id);
+  else
+    snprintf(text, sizeof text,
+             "mpi-collectives: %s waited %.0f s in this %s (on communicator %d), past its limit of %.0f s "
+             "(--mpi-timeout): no result. Where each rank was is in the test's report",
+             name[0] ? name : "this phase", waited, what, comm_id, limit);
+  mpic_next_Add_error_string(error_code, text);
+  pthread_mutex_unlock(&lock);
+  return error_code;
+}
+
+/* Polls g's request until it completes (0) or is given up (the error code).
+ * Completed, g is still the caller's to copy from and release. */
+static int wait_or_give_up(struct given *g, const char *what, int comm_id, const int *members, int n) {
+  int64_t start = mpic_monotonic_ns(), next_look = start;
+  unsigned spins = 0;
+  int ret = 0;
+  mpic_wait_begin();
+  for (;;) {
+    int done = 0;
+    if ((ret = mpic_next_Test(&g->req, &done, MPIABI_STATUS_IGNORE)) != 0 || done) break;
+    /* Looking costs an Iprobe and a clock read: every 50 us, not every poll. */
+    if (++spins % 64 == 0) {
+      int64_t now = mpic_monotonic_ns();
+      if (now >= next_look) {
+        next_look = now + 50000;
+        int left = member_done(members, n);
+        int64_t deadline = __atomic_load_n(&deadline_ns, __ATOMIC_ACQUIRE);
+        if (left >= 0 || (deadline && now > deadline)) {
+          ret = give_up(g, what, comm_id, left, (double)(now - start) / 1e9);
+          break;
+        }
+      }
+      if (spins % 4096 == 0) sched_yield(); /* ranks may outnumber cores */
+    }
+  }
+  mpic_wait_end();
+  return ret;
+}
+
+int mpic_phase_agree(struct mpic_record *r, struct mpic_block *b, MPIABI_Datatype type, MPIABI_Op op) {
+  struct given *g = take(MPIC_GIVEN_UP_BLOCK, r->id, __atomic_load_n(&r->seq, __ATOMIC_RELAXED));
+  if (!g) return mpic_next_Allreduce(MPIABI_IN_PLACE, b, 1, type, op, r->comm); /* 16 given up: wait */
+  g->block = *b;
+  int ret = mpic_next_Iallreduce(MPIABI_IN_PLACE, &g->block, 1, type, op, r->comm, &g->req);
+  if (ret != 0) {
+    release(g);
+    return ret;
+  }
+  char what[160];
+  mpic_describe(b->sig, what, sizeof what);
+  ret = wait_or_give_up(g, what, r->id, r->members, r->size);
+  if (ret == error_code) return ret; /* kept, given up, until settled */
+  if (ret == 0) *b = g->block;
+  release(g);
+  return ret;
+}
+
+int mpic_phase_exchange(int id, const int mine[2], int *all, int size) {
+  struct given *g = take(MPIC_GIVEN_UP_SPLIT, id, 0);
+  int *space = g ? malloc(sizeof(int) * 2 * (size_t)size) : NULL;
+  if (!space) {
+    if (g) release(g);
+    return mpic_next_Allgather(mine, 2, MPIABI_INT, all, 2, MPIABI_INT, MPIABI_COMM_WORLD);
+  }
+  pthread_mutex_lock(&lock);
+  g->all = space; /* freed with g */
+  pthread_mutex_unlock(&lock);
+  g->pair[0] = mine[0], g->pair[1] = mine[1];
+  int ret = mpic_next_Iallgather(g->pair, 2, MPIABI_INT, space, 2, MPIABI_INT, MPIABI_COMM_WORLD, &g->req);
+  if (ret == 0) ret = wait_or_give_up(g, "communicator creation", id, NULL, 0);
+  if (ret == error_code) return ret;
+  if (ret == 0) memcpy(all, space, sizeof(int) * 2 * (size_t)size);
+  release(g);
+  return ret;
+}
+
+int mpic_phase_given_up(int *out, int max) {
+  int n = 0;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MPIC_GIVEN_MAX && n < max; i++)
+    if (given[i].state == 2) {
+      out[3 * n] = given[i].kind, out[3 * n + 1] = given[i].id, out[3 * n + 2] = (int)given[i].seq;
+      n++;
+    }
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+/* Polls a request until done or `timeout_s` passed: 0, 1 (time up) or the library's error. */
+int mpic_phase_poll(MPIABI_Request *req, double timeout_s) {
+  int64_t deadline = mpic_monotonic_ns() + (int64_t)(timeout_s * 1e9);
+  for (unsigned spins = 1;; spins++) {
+    int done = 0, ret = mpic_next_Test(req, &done, MPIABI_STATUS_IGNORE);
+    if (ret != 0) return ret;
+    if (done) return 0;
+    if (spins % 64 == 0 && mpic_monotonic_ns() > deadline) return 1;
+    if (spins % 4096 == 0) sched_yield();
+  }
+}
+
+int mpic_phase_wait_given(int kind, int id, unsigned seq, double timeout_s, int *ret) {
+  struct given *g = NULL;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MPIC_GIVEN_MAX && !g; i++)
+    if (given[i].state == 2 && given[i].kind == kind && given[i].id == id && given[i].seq == seq) g = &given[i];
+  pthread_mutex_unlock(&lock);
+  if (!g) return 0;
+  *ret = mpic_phase_poll(&g->req, timeout_s);
+  if (*ret == 0) release(g);
+  return 1;
+}
+
+int mpic_phase_join_split(int id, double timeout_s) {
+  if (mpic_flight_splits() >= id) return 0; /* this rank made that split's exchange: nothing to join */
+  int size = 0;
+  mpic_next_Comm_size(MPIABI_COMM_WORLD, &size);
+  int mine[2] = {-32766, -32766}; /* no split: the ranks that gave it up discard what they get */
+  int *all = malloc(sizeof(int) * 2 * (size_t)(size > 0 ? size : 1));
+  if (!all) return 1;
+  MPIABI_Request req;
+  mpic_flight_new_split();
+  int ret = mpic_next_Iallgather(mine, 2, MPIABI_INT, all, 2, MPIABI_INT, MPIABI_COMM_WORLD, &req);
+  if (ret == 0) ret = mpic_phase_poll(&req, timeout_s);
+  free(all); /* (a time-up ends the job: the request is never completed) */
+  return ret;
+}
+
+int mpic_phase_stuck(char *where, int len) {
+  if (!mpic_phases_on() || __atomic_load_n(&mpic_waiting_now, __ATOMIC_RELAXED) <= 0) return 0;
+  uint64_t sig = 0;
+  int comm_id = -1;
+  unsigned seq = 0;
+  int64_t since = 0;
+  int members[4096], n = -1;
+  int current = mpic_flight_current(&sig, &comm_id, &seq, &since);
+  if (current && comm_id >= 0) n = mpic_record_members(comm_id, members, 4096);
+  int left = member_done(n > 0 && n <= 4096 ? members : NULL, n);
+  if (left < 0) return 0;
+  char what[160] = "a call that waits for other ranks (a point-to-point transfer)";
+  if (current) {
+    char words[120];
+    mpic_describe(sig, words, sizeof words);
+    snprintf(what, sizeof what, "%s, collective %u on communicator %d, for %.1f s", words, seq, comm_id,
+             (double)(mpic_monotonic_ns() - since) / 1e9);
+  }
+  snprintf(where, (size_t)len, "rank %d waits in %s, which rank %d will not call: it ended the phase",
+           mpic_record_world_rank(), what, left);
+  return 1;
+}
