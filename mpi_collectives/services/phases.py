@@ -68,6 +68,7 @@ class Phases:
         self._stuck_line = None
         self._voting = False
         self._on_stuck = None
+        self._ending = False
         self._lock = threading.Lock()
 
     def begin(self, name: str, timeout: float = 0) -> int:
@@ -161,6 +162,8 @@ class Phases:
         seen, told_at = "", None
         while True:
             time.sleep(0.5)
+            if self._ending:
+                return
             try:
                 where = mpi.phase_stuck()
                 if self.rank == 0 and not where and not self._voting:
@@ -184,6 +187,12 @@ class Phases:
             elif told_at is not None and time.monotonic() - told_at > 30:
                 self._on_stuck(self._stuck_line + "; rank 0 did not end the job within 30 s")
             seen = where
+
+    def ending(self) -> bool:
+        """True for the first caller only: it ends the job (the watcher looks no more)."""
+        with self._lock:
+            first, self._ending = not self._ending, True
+        return first
 
     def stuck_line(self) -> str:
         """This rank's own stuck line, or (rank 0) one a stuck rank sent; "" when none."""

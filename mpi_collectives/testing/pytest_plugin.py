@@ -127,6 +127,8 @@ class Plugin:
                             f"--mpi-report-all); every rank stops")
             return
         seen = {text for text in vote.texts}
+        if len(seen) == 1 and session.items:
+            self._prepare_every_device()
         if len(seen) > 1:
             counts = ", ".join(f"rank {r}: {text.split()[1]} tests" for r, text in enumerate(vote.texts))
             pytest.exit(f"mpi-collectives: the ranks collected different tests ({counts}), so each rank would "
@@ -134,14 +136,28 @@ class Plugin:
                         f"rank-dependent parametrize, collect_ignore or skip at import; give every rank the "
                         f"same -k, -m and paths)", returncode=pytest.ExitCode.USAGE_ERROR)
 
+    def _prepare_every_device(self):
+        """The communicator of every device of the job, made now, on every rank at once. A test's
+        first collective over it would otherwise create it: a split of MPI_COMM_WORLD, a wait no
+        rank can give up (XLA keeps whatever communicator the split returns), so that a rank failing
+        before a suite's first collective would end the job instead of failing one test."""
+        import jax
+        import numpy as np
+
+        from .. import prepare
+
+        prepare(jax.sharding.Mesh(np.array(jax.devices()), ("devices",)))
+
     # ---- each stage of a test is a phase ----
 
     def _begin(self, item, when):
         self.phases.begin(f"{item.nodeid} ({when})" if when != "call" else item.nodeid, self.timeout)
         self._stage = (item, when)
         if self.timeout > 0:
+            # Half a second after the native layer's limit on a wait in a collective: a rank waiting
+            # there gives up first and says where it waited; this stops a rank anywhere else.
             signal.signal(signal.SIGALRM, self._alarm)
-            signal.setitimer(signal.ITIMER_REAL, self.timeout)
+            signal.setitimer(signal.ITIMER_REAL, self.timeout + 0.5)
 
     def _alarm(self, signum, frame):
         if self._stage is not None:
@@ -230,13 +246,15 @@ class Plugin:
     # ---- a wait nothing can give up: end the job, the report kept ----
 
     def _stuck(self, line, report=None):
+        if not self.phases.ending():  # the first caller (main thread or watcher) ends the job
+            return
         stage = self._stage_name()
         if self.rank == 0:
             try:
                 self._write_report_so_far(report)
             except Exception as e:  # the job must still end, with its line
                 self._write(f"mpi-collectives: the report could not be written: {type(e).__name__}: {e}")
-        end_job(f"mpi-collectives: error: {stage} cannot finish: {line}, a wait that cannot be given up. "
+        end_job(f"{stage} cannot finish: {line}, a wait that cannot be given up. "
                 f"The report of the tests run so far is above{self._junit_words()}. Fix: make every rank reach "
                 f"the same point-to-point transfers (ppermute, all_to_all) in each test, or fail the test on "
                 f"every rank (the test's report names each rank's failure)")
@@ -255,6 +273,7 @@ class Plugin:
         if reporter is not None:
             reporter.summary_failures()
             reporter.summary_errors()
+            reporter.summary_warnings()
             reporter.summary_stats()
         from _pytest.junitxml import xml_key
         xml = self.config.stash.get(xml_key, None)
@@ -335,8 +354,8 @@ def _failures(when: str, vote, failed: list) -> str:
                  f"{', '.join(map(str, others))} did not fail it)")
     caused = [r for r in failed if vote.given[r]]
     if caused and len(caused) < len(failed):
-        head += (f"; rank{'s' if len(caused) > 1 else ''} {', '.join(map(str, caused))} failed waiting for a rank "
-                 f"that had left it")
+        head += (f"; rank{'s' if len(caused) > 1 else ''} {', '.join(map(str, caused))} failed in a collective, "
+                 f"waiting for a rank that was not in it")
     parts = [head]
     for text, ranks in sorted(groups.items(), key=lambda group: (bool(vote.given[group[1][0]]), group[1])):
         parts.append(f"{'_' * 20} rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))} {'_' * 20}")

@@ -180,8 +180,6 @@ int mpic_agreement_settle(const int *triples, int n, double timeout_s) {
     unsigned seq = (unsigned)triples[3 * i + 2];
     if (mpic_phase_wait_given(kind, id, seq, timeout_s, &ret)) {
       if (ret) return ret;
-    } else if (kind == MPIC_GIVEN_UP_SPLIT) {
-      if ((ret = mpic_phase_join_split(id, timeout_s))) return ret;
     } else {
       struct mpic_record *r = mpic_record_by_id(id);
       /* the given-up call was the seq-th on its communicator: a member short of it never began it */

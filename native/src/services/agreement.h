@@ -27,7 +27,7 @@ int mpic_agreement_agree(struct mpic_record *r, const struct mpic_call *c, uint6
                          size_t room);
 /* While phases are on (phases.h), a wait in the check may be given up: then
  * it returns the phase's error code, for the caller to return to XLA.
- * After the ranks voted on a phase: every check block or split's exchange
+ * After the ranks voted on a phase: every check block
  * given up by any rank (kind, id, seq triples, the same list on every rank),
  * waited for or joined, so that every communicator is whole again. 0, 1 (not
  * done in timeout_s) or the library's error. */

@@ -5,13 +5,20 @@
  * before a collective goes on to the next test, and its peers wait in that
  * collective for a rank that will never come; XLA would then pair the peers'
  * call with the next test's (a wrong number, or a hang). Only a wait that no
- * data has passed can be given up without harm: the check's block (every
- * collective on XLA's communicators begins with one while the checks are on)
- * and a split's exchange of (color, key). Both are nonblocking calls here,
- * polled, so that the wait can look for the vote of a member that has
+ * data has passed can be given up without harm: the check's block (each of
+ * XLA's collectives begins with one while the checks are on). It is a
+ * nonblocking call here, polled, so that the wait can look for the vote of a member that has
  * already ended the phase. A call given up stays pending in `given[]`; once
  * every rank has voted, the members that never entered it join it with a
- * block that carries nothing, and the communicator is whole again. */
+ * block that carries nothing, and the communicator is whole again.
+ *
+ * A split of the world cannot be given up: XLA (jaxlib 0.10.2) takes the
+ * communicator MPI_Comm_split returns whatever its return code, and asks it
+ * for its rank and size at once; a rank that left would have to bring its own
+ * color and key, which only its program knows. So a rank waiting in one is
+ * stuck (mpic_phase_stuck), and the pytest plugin makes the communicator of
+ * every device up front (mpi_collectives.prepare) so that the usual first
+ * collective of a test is not a split. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -40,8 +47,6 @@ struct given {
   unsigned seq;
   MPIABI_Request req;
   struct mpic_block block;
-  int pair[2];
-  int *all; /* the split's exchange: 2 ints a rank */
 };
 static struct given given[MPIC_GIVEN_MAX];
 
@@ -80,15 +85,13 @@ static struct given *take(int kind, int id, unsigned seq) {
   struct given *g = NULL;
   for (int i = 0; i < MPIC_GIVEN_MAX && !g; i++)
     if (given[i].state == 0) g = &given[i];
-  if (g) g->state = 1, g->kind = kind, g->id = id, g->seq = seq, g->all = NULL;
+  if (g) g->state = 1, g->kind = kind, g->id = id, g->seq = seq;
   pthread_mutex_unlock(&lock);
   return g;
 }
 
 static void release(struct given *g) {
   pthread_mutex_lock(&lock);
-  free(g->all);
-  g->all = NULL;
   g->state = 0;
   pthread_mutex_unlock(&lock);
 }
@@ -175,25 +178,6 @@ int mpic_phase_agree(struct mpic_record *r, struct mpic_block *b, MPIABI_Datatyp
   return ret;
 }
 
-int mpic_phase_exchange(int id, const int mine[2], int *all, int size) {
-  struct given *g = take(MPIC_GIVEN_UP_SPLIT, id, 0);
-  int *space = g ? malloc(sizeof(int) * 2 * (size_t)size) : NULL;
-  if (!space) {
-    if (g) release(g);
-    return mpic_next_Allgather(mine, 2, MPIABI_INT, all, 2, MPIABI_INT, MPIABI_COMM_WORLD);
-  }
-  pthread_mutex_lock(&lock);
-  g->all = space; /* freed with g */
-  pthread_mutex_unlock(&lock);
-  g->pair[0] = mine[0], g->pair[1] = mine[1];
-  int ret = mpic_next_Iallgather(g->pair, 2, MPIABI_INT, space, 2, MPIABI_INT, MPIABI_COMM_WORLD, &g->req);
-  if (ret == 0) ret = wait_or_give_up(g, "communicator creation", id, NULL, 0);
-  if (ret == error_code) return ret;
-  if (ret == 0) memcpy(all, space, sizeof(int) * 2 * (size_t)size);
-  release(g);
-  return ret;
-}
-
 int mpic_phase_given_up(int *out, int max) {
   int n = 0;
   pthread_mutex_lock(&lock);
@@ -228,21 +212,6 @@ int mpic_phase_wait_given(int kind, int id, unsigned seq, double timeout_s, int 
   *ret = mpic_phase_poll(&g->req, timeout_s);
   if (*ret == 0) release(g);
   return 1;
-}
-
-int mpic_phase_join_split(int id, double timeout_s) {
-  if (mpic_flight_splits() >= id) return 0; /* this rank made that split's exchange: nothing to join */
-  int size = 0;
-  mpic_next_Comm_size(MPIABI_COMM_WORLD, &size);
-  int mine[2] = {-32766, -32766}; /* no split: the ranks that gave it up discard what they get */
-  int *all = malloc(sizeof(int) * 2 * (size_t)(size > 0 ? size : 1));
-  if (!all) return 1;
-  MPIABI_Request req;
-  mpic_flight_new_split();
-  int ret = mpic_next_Iallgather(mine, 2, MPIABI_INT, all, 2, MPIABI_INT, MPIABI_COMM_WORLD, &req);
-  if (ret == 0) ret = mpic_phase_poll(&req, timeout_s);
-  free(all); /* (a time-up ends the job: the request is never completed) */
-  return ret;
 }
 
 int mpic_phase_stuck(char *where, int len) {

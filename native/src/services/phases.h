@@ -5,7 +5,7 @@
  * - every check block carries the phase its rank is in, so a collective of one
  *   phase never meets a collective of another (agreement.c: the job ends with
  *   one line instead of a wrong number);
- * - a rank that waits in a check block or a split's exchange gives the wait up
+ * - a rank that waits in a check block gives the wait up
  *   when a member of the communicator has already ended the phase (its vote
  *   has arrived: that member will never call this collective) or when the
  *   phase's time is up, and the call returns an MPI error whose text says so;
@@ -15,7 +15,7 @@
  *   that the communicator is whole again and the next phase starts clean.
  *
  * Calls that cannot be given up (a collective's data once every rank agreed,
- * point-to-point transfers, several devices per process) are named by
+ * point-to-point transfers, a split of the world: phases.c says why) are named by
  * mpic_phase_stuck, for the plugin to end the job with its report kept. */
 #ifndef MPI_COLLECTIVES_PHASES_H
 #define MPI_COLLECTIVES_PHASES_H
@@ -43,10 +43,6 @@ int64_t mpic_phase_now(void);
 /* The check's all-reduce of block b on r, given up as above while phases are
  * on. Returns 0 with b reduced, or the phase's error code. */
 int mpic_phase_agree(struct mpic_record *r, struct mpic_block *b, MPIABI_Datatype type, MPIABI_Op op);
-/* A split's exchange of (color, key) over MPI_COMM_WORLD (split id `id`):
- * 0 with all[] filled, or the phase's error code. */
-int mpic_phase_exchange(int id, const int mine[2], int *all, int size);
-
 /* The calls this rank gave up and has not settled: up to max triples (kind,
  * communicator or split id, sequence number) into out; returns how many. */
 int mpic_phase_given_up(int *out, int max);
@@ -55,15 +51,12 @@ int mpic_phase_given_up(int *out, int max);
  * this rank gave none up with those words, else 1 with *ret 0 (completed),
  * 1 (time up) or the library's error. */
 int mpic_phase_wait_given(int kind, int id, unsigned seq, double timeout_s, int *ret);
-/* A split's exchange that others gave up and this rank never began: joined
- * with a pair that makes no split. 0, 1 (time up) or the library's error. */
-int mpic_phase_join_split(int id, double timeout_s);
 /* Polls a request: 0, 1 when timeout_s passed first, or the library's error. */
 int mpic_phase_poll(MPIABI_Request *req, double timeout_s);
 /* Is this rank stuck: waiting in a call that cannot be given up while a
  * member of its communicator has ended the phase? 1 with `where` filled. */
 int mpic_phase_stuck(char *where, int len);
 
-enum { MPIC_GIVEN_UP_BLOCK = 1, MPIC_GIVEN_UP_SPLIT = 2 };
+enum { MPIC_GIVEN_UP_BLOCK = 1 };
 
 #endif

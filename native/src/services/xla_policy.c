@@ -18,7 +18,6 @@
 #include "settings.h"
 #include "signature.h"
 #include "split_plan.h"
-#include "phases.h"
 #include "xla_policy.h"
 
 /* ---- the thread level ---- */
@@ -82,20 +81,7 @@ int mpic_xla_split(MPIABI_Comm comm, int color, int key, MPIABI_Comm *newcomm) {
     int mine[2] = {color, key};
     int *all = malloc(sizeof(int) * 2 * (size_t)size);
     char why[1024];
-    int gathered = 0;
-    if (all && comm == MPIABI_COMM_WORLD && mpic_phases_on()) {
-      /* A phase's exchange may be given up (phases.h): a rank that ended the phase will never split. */
-      int ret = mpic_phase_exchange(id, mine, all, size);
-      if (ret == mpic_phase_error_code()) {
-        free(all);
-        mpic_flight_end(ticket);
-        __atomic_fetch_sub(&splits_running, 1, __ATOMIC_SEQ_CST);
-        return ret;
-      }
-      gathered = ret == 0;
-    } else {
-      gathered = all && mpic_next_Allgather(mine, 2, MPIABI_INT, all, 2, MPIABI_INT, comm) == 0;
-    }
+    int gathered = all && mpic_next_Allgather(mine, 2, MPIABI_INT, all, 2, MPIABI_INT, comm) == 0;
     /* A key is a device's place in its group: one at or past the number of
      * processes means groups of more devices than there are processes. Which
      * sentence a job gets must not depend on whether its devices' splits
