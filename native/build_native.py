@@ -33,6 +33,7 @@ WRAPPER_API = """
     int mpic_abort_launch_before_init(int code);
     int mpic_stop_on_sigterm(int rank, int size);
     int mpic_preemption_grace(int rank, int size, int grace);
+    int mpic_stop_grace_words(const char *grace, const char *too_late);
     int mpic_liveness_listen(const char *address, int rank);
     int mpic_thread_policy_value(void);
     int mpic_set_local_devices(int n);

@@ -453,6 +453,11 @@ def stop_on_sigterm(rank: int, size: int) -> None:
     _native()[1].mpic_stop_on_sigterm(rank, size)
 
 
+def stop_grace_words(grace: str, too_late: str) -> None:
+    """The two lines of the SIGTERM grace (after preemption_grace), in the words of its user."""
+    _native()[1].mpic_stop_grace_words(grace.encode(errors="replace"), too_late.encode(errors="replace"))
+
+
 def preemption_grace(rank: int, size: int, grace: int) -> None:
     """From now on SIGTERM is passed on to JAX's preemption notifier, and the rank is ended only if
     it has not ended `grace` seconds later (stop_signals.c); called when the program first asks

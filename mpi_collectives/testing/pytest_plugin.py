@@ -89,6 +89,38 @@ class Plugin:
         if self.rank != 0:
             config.option.xmlpath = None  # rank 0 writes the one file, with every rank's failures
         self._stage = None
+        self._report_on_sigterm()
+
+    # ---- SIGTERM: the report of the tests run so far is kept ----
+
+    def _report_on_sigterm(self):
+        """The launcher, scancel or a CI's time limit stops a suite with SIGTERM. The package's
+        native handler ends a rank at once (stop_signals.c); under pytest it hands the signal to this
+        Python handler first, which writes the report of the tests run so far (rank 0) and ends the
+        rank; where the main thread does not get to it within 5 s (waiting in a collective), the
+        native handler ends the rank with its line."""
+        from ..base import mpi
+
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        mpi.stop_on_sigterm(self.rank, self.size)  # the native handler again, this one before it
+        mpi.preemption_grace(self.rank, self.size, 5)
+        where = f"rank {self.rank}/{self.size}"
+        mpi.stop_grace_words(
+            f"mpi-collectives: {where} was asked to stop (SIGTERM: the launcher, scancel or a time limit) "
+            f"during a pytest suite; it writes what it must and ends within 5 s",
+            f"mpi-collectives: {where} was asked to stop (SIGTERM) 5 s ago and its pytest session did not end "
+            f"(its main thread waits in a collective); ending it now, without the report of this rank")
+
+    def _on_sigterm(self, signum, frame):
+        stage = self._stage_name()
+        if self.rank == 0 and self.phases.ending():
+            try:
+                self._write_report_so_far(None)
+            except Exception as e:
+                self._write(f"mpi-collectives: the report could not be written: {type(e).__name__}: {e}")
+        log.line(f"mpi-collectives: rank {self.rank}/{self.size} stopped by SIGTERM in {stage}"
+                 + (f"; the report of the tests run so far is above{self._junit_words()}" if self.rank == 0 else ""))
+        os._exit(128 + signal.SIGTERM)
 
     # ---- rank 0 speaks ----
 
@@ -267,6 +299,15 @@ class Plugin:
         return f" and in {path}" if path and self.rank == 0 else ""
 
     def _write_report_so_far(self, report):
+        """Rank 0: the summary and --junitxml of the tests run so far, written now (the job ends next),
+        with pytest's capture of the test under way suspended, so that it reaches the terminal."""
+        import contextlib
+
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            self._write_report_now(report)
+
+    def _write_report_now(self, report):
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if report is not None:
             self.config.hook.pytest_runtest_logreport(report=report)

@@ -105,6 +105,17 @@ MPIABI_EXPORT int mpic_preemption_grace(int rank, int size, int grace) {
   return 0;
 }
 
+/* For the pytest plugin (mpi_collectives/testing/pytest_plugin.py), after mpic_preemption_grace: the
+ * grace's two lines in its words (its Python handler writes the report of the tests run so far). */
+MPIABI_EXPORT int mpic_stop_grace_words(const char *grace, const char *too_late) {
+  if (__atomic_load_n(&grace_seconds, __ATOMIC_SEQ_CST) <= 0) return -1;
+  int n = snprintf(grace_line, sizeof grace_line, "%s\n", grace);
+  grace_line_len = n < 0 ? 0 : (size_t)n < sizeof grace_line ? (size_t)n : sizeof grace_line - 1;
+  n = snprintf(too_late_line, sizeof too_late_line, "%s\n", too_late);
+  too_late_line_len = n < 0 ? 0 : (size_t)n < sizeof too_late_line ? (size_t)n : sizeof too_late_line - 1;
+  return 0;
+}
+
 /* For Python (mpi_collectives.base.mpi.stop_on_sigterm), once JAX has set up its own. */
 MPIABI_EXPORT int mpic_stop_on_sigterm(int rank, int size) {
   int n = snprintf(line, sizeof line,
