@@ -40,9 +40,9 @@ _PLUGIN = None
 if _ACTIVE:
     # Before pytest captures descriptor 2 (it does in pytest_load_initial_conftests): the package's
     # sentences go to the terminal, not into a capture file that is lost when a job ends.
-    from mpi_collectives.base import log as _log  # noqa: E402  (imports the package: only when launched)
+    from mpi_collectives.base import terminal as _terminal  # noqa: E402  (imports the package: only when launched)
 
-    _log.keep_terminal()
+    _terminal.keep()
 
 
 def pytest_addoption(parser):
@@ -67,9 +67,10 @@ def pytest_load_initial_conftests(early_config, parser, args):
 def pytest_configure(config):
     global _PLUGIN
     if _ACTIVE:
-        from mpi_collectives.testing import pytest_plugin
+        from mpi_collectives.testing import fixtures, pytest_plugin
 
         _PLUGIN = pytest_plugin.Plugin(config)
         config.pluginmanager.register(_PLUGIN, "mpi_collectives_ranks")
+        config.pluginmanager.register(fixtures, "mpi_collectives_fixtures")
     else:
         config.addinivalue_line("markers", "mpi(min_size=N): a test for N or more MPI ranks")

@@ -54,6 +54,7 @@ _cluster.register()
 
 from .integration.communicators import prepare  # noqa: E402
 from .integration.jax_setup import Info, InitializeError, initialize  # noqa: E402
+from .integration.phases import PhaseFailed, phase  # noqa: E402
 from .services.host import (  # noqa: E402
     allreduce, assert_equal, barrier, broadcast_one_to_all, process_allgather, sync_global_devices)
 
@@ -75,6 +76,7 @@ def _one_line_for_set_up_errors() -> None:
 
 _one_line_for_set_up_errors()
 
-__all__ = ["initialize", "prepare", "Info", "InitializeError", "libpath", "broadcast_one_to_all",
+__all__ = ["initialize", "prepare", "phase", "PhaseFailed", "Info", "InitializeError", "libpath",
+           "broadcast_one_to_all",
            "process_allgather", "sync_global_devices", "assert_equal", "allreduce", "barrier",
            "__version__"]

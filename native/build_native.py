@@ -63,7 +63,7 @@ WRAPPER_API = """
     int mpic_phases_given_up(int *out, int max);
     int mpic_phases_settle(const int *triples, int n, double timeout_s);
     int mpic_phases_stuck(char *where, int len);
-    int mpic_log_keep_terminal(int fd);
+    int mpic_terminal_keep(int fd);
 """
 
 # What the Python layer calls: the wrapper's own state, and the MPIABI

@@ -2,32 +2,7 @@
 import os
 import sys
 
-from . import launchers
-
-# The stderr the process had when the package was imported (or the one the pytest plugin kept before
-# pytest captured descriptor 2: keep_terminal): the package's sentences, stall reports and flight
-# records go there, not to whatever descriptor 2 is when they are written. A job-ending line written
-# into pytest's capture file is lost with the job (issue: a suite that ended without a word).
-_TERMINAL = 2
-
-
-def keep_terminal(fd: int = None) -> int:
-    """Keep a copy of `fd` (default: descriptor 2 now) as the terminal; returns the copy."""
-    global _TERMINAL
-    try:
-        copy = os.dup(2 if fd is None else fd)
-        os.set_inheritable(copy, False)
-    except OSError:
-        return _TERMINAL
-    _TERMINAL = copy
-    return copy
-
-
-def terminal() -> int:
-    return _TERMINAL
-
-
-keep_terminal()
+from . import launchers, terminal
 
 
 def where() -> str:
@@ -60,6 +35,6 @@ def line(text: str) -> None:
     try:
         sys.stderr.flush()
         while data:
-            data = data[os.write(_TERMINAL, data):]
+            data = data[os.write(terminal.fd(), data):]
     except OSError:  # no stderr to write to: nothing else to do
         pass

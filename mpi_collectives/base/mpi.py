@@ -46,9 +46,9 @@ def _native():
     if _NATIVE is None:
         from .. import _mpiabi
         _NATIVE = _mpiabi.ffi, _mpiabi.lib
-        from . import log
-        if log.terminal() != 2:  # the stderr kept before pytest captured descriptor 2 (log.keep_terminal)
-            _mpiabi.lib.mpic_log_keep_terminal(log.terminal())
+        from . import terminal
+        if terminal.fd() != 2:  # the stderr kept before pytest captured descriptor 2 (terminal.py)
+            _mpiabi.lib.mpic_terminal_keep(terminal.fd())
     return _NATIVE
 
 

@@ -158,8 +158,13 @@ class Phases:
             self._watch = threading.Thread(target=self._run, name="mpi-collectives-phases", daemon=True)
             self._watch.start()
 
+    # A wait that outlasts a member's vote by this long is stuck: a member that took part in the call
+    # before ending the phase leaves only data movement to finish it (the check's own wait gives up
+    # after 2 s: native/src/services/phases.c); a 1 GiB collective's data take a few seconds.
+    STUCK_AFTER = 10.0
+
     def _run(self):
-        seen, told_at = "", None
+        first_seen, told = {}, False
         while True:
             time.sleep(0.5)
             if self._ending:
@@ -170,12 +175,15 @@ class Phases:
                     where = self.stuck_line()  # a stuck rank's line, kept once received
             except Exception:
                 return  # MPI finalized: nothing to watch
+            now = time.monotonic()
             if not where:
-                seen, told_at = "", None
+                first_seen, told = {}, False
                 continue
-            if seen and told_at is None:
-                told_at = time.monotonic()
-                line = where if where == self._stuck_line else f"{where} ({self.name})"
+            since = first_seen.setdefault(where, now)
+            received = where == self._stuck_line  # a line rank 0 received: already judged stuck
+            if not told and (received or now - since >= self.STUCK_AFTER):
+                told = True
+                line = where if received else f"{where} ({self.name}), for {now - since:.0f} s since it left"
                 with self._lock:
                     self._stuck_line = line
                 if self.rank == 0:
@@ -184,9 +192,9 @@ class Phases:
                 else:
                     self._sent = np.frombuffer(line.encode(errors="replace"), np.uint8)  # kept until sent
                     mpi.isend(self._sent, 0, STUCK_TAG, self.comm)
-            elif told_at is not None and time.monotonic() - told_at > 30:
+                    self._told_at = now
+            elif told and self.rank != 0 and now - self._told_at > 30:
                 self._on_stuck(self._stuck_line + "; rank 0 did not end the job within 30 s")
-            seen = where
 
     def ending(self) -> bool:
         """True for the first caller only: it ends the job (the watcher looks no more)."""

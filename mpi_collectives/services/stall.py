@@ -32,7 +32,7 @@ import threading
 import time
 
 from . import exit_hooks, liveness
-from ..base import log, mpi
+from ..base import log, mpi, terminal
 from ..base.ending import end_job
 
 _PREFIX = "mpi_collectives/services/stall/"
@@ -170,7 +170,7 @@ class Watch:
         log.line(f"mpi-collectives: rank {self.rank}/{self.size} (pid {os.getpid()} on {self.host}) has not "
                  f"arrived where rank {waiting_rank} waits; it is {state.where(now)}. Its Python stacks, "
                  f"most recent call first:")
-        faulthandler.dump_traceback(file=log.terminal(), all_threads=True)
+        faulthandler.dump_traceback(file=terminal.fd(), all_threads=True)
 
     def _print_record(self):
         """On stderr, or in MPI_COLLECTIVES_TRACE_DIR as the native layer writes it when it ends a job."""

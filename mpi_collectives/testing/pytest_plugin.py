@@ -30,6 +30,7 @@ import pytest
 from .. import InitializeError, initialize
 from ..base import log
 from ..base.ending import end_job
+from ..integration.phases import phases as _process_phases
 from ..services import phases as _phases
 
 _STARTED = None
@@ -80,11 +81,15 @@ class Plugin:
         start(config)
         self.config = config
         self.rank, self.size = _STARTED.rank, _STARTED.size
-        self.phases = _phases.Phases(self.rank, self.size)
+        self.phases = _process_phases()  # the process's phases: mpi_collectives.phase's too
         self.phases.watch(self._stuck)
         self.timeout = float(config.getoption("mpi_timeout") or 0)
         self.report_all = bool(config.getoption("mpi_report_all"))
         self.has_pytest_mpi = config.pluginmanager.hasplugin("pytest_mpi")
+        if self.has_pytest_mpi and hasattr(config.option, "with_mpi"):
+            # Under a launcher of several ranks the suite runs with MPI: pytest-mpi would otherwise skip
+            # every test marked `mpi` ("need --with-mpi option to run").
+            config.option.with_mpi = True
         config.addinivalue_line("markers", "mpi(min_size=N): a test for N or more MPI ranks")
         if self.rank != 0:
             config.option.xmlpath = None  # rank 0 writes the one file, with every rank's failures
@@ -319,6 +324,14 @@ class Plugin:
         from _pytest.junitxml import xml_key
         xml = self.config.stash.get(xml_key, None)
         if xml is not None:
+            # The test under way: kept where it has a failure to say (the stuck test's own), else left out
+            # (pytest writes a test's entry once its teardown is reported, which will not come now).
+            for key, reporter in list(xml.node_reporters.items()):
+                xml.node_reporters.pop(key)
+                if getattr(reporter, "nodes", None):
+                    reporter.finalize()
+                elif reporter in xml.node_reporters_ordered:
+                    xml.node_reporters_ordered.remove(reporter)
             xml.pytest_sessionfinish()
 
     def _write(self, text):
@@ -327,41 +340,6 @@ class Plugin:
             reporter.write_line(text)
         else:
             log.line(text)
-
-    # ---- fixtures ----
-
-    @pytest.fixture(scope="session")
-    def mpi_rank(self):
-        """This process's rank in the job."""
-        return self.rank
-
-    @pytest.fixture(scope="session")
-    def mpi_size(self):
-        """How many ranks the job has."""
-        return self.size
-
-    @pytest.fixture(scope="session")
-    def mpi_mesh(self):
-        """A one-axis mesh ("devices") over every device of the job, in jax.devices() order."""
-        import jax
-        import numpy as np
-
-        return jax.sharding.Mesh(np.array(jax.devices()), ("devices",))
-
-    @pytest.fixture
-    def mpi_shared_path(self, tmp_path_factory):
-        """A new directory for the test, the same path on every rank (made by rank 0 and named to the
-        others; shared when the ranks share a filesystem, as one node's ranks do)."""
-        import numpy as np
-        from ..base import mpi
-
-        name = str(tmp_path_factory.mktemp("mpi-shared")) if self.rank == 0 else ""
-        data = np.zeros(4096, np.uint8)
-        encoded = name.encode()
-        data[:len(encoded)] = np.frombuffer(encoded, np.uint8)
-        data = mpi.bcast(data, 0)
-        import pathlib
-        return pathlib.Path(bytes(data).rstrip(b"\0").decode())
 
 
 def _skip_reason(report) -> str:

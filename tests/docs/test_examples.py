@@ -62,3 +62,16 @@ def test_slurm_script_parses_and_refers_to_what_exists():
     assert "srun --kill-on-bad-exit=1" in text
     for script in re.findall(r"python (examples/\S+\.py)", text):
         assert os.path.exists(os.path.join(ROOT, script)), script
+
+
+@pytest.mark.jax
+def test_multiprocess_suite_runs_as_one_job(tmp_path):
+    """examples/test_multiprocess_suite.py under mpiexec, as docs/testing.md runs it: every test
+    passes, rank 0 alone reports."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    env = {"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}
+    proc = mpirun(2, [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(tmp_path / "pytest.ini"),
+                      "--rootdir", str(tmp_path), os.path.join(EXAMPLES, "test_multiprocess_suite.py")],
+                  env=env, timeout=600)
+    assert proc.returncode == 0, explain(proc)
+    assert proc.stdout.count("5 passed") == 1, explain(proc)

@@ -18,7 +18,8 @@ def record(tmp_path_factory):
     includes = [f"-I{os.path.join(SRC, d)}" for d in ("base", "services")] + [f"-I{os.path.join(ROOT, 'native', 'generated')}"]
     subprocess.run(["cc", "-O2", "-Wall", "-Werror", *includes, "-o", exe,
                     os.path.join(ROOT, "tests", "programs", "flight_harness.c"),
-                    os.path.join(SRC, "services", "flight.c")], check=True, capture_output=True, text=True)
+                    os.path.join(SRC, "services", "flight.c"), os.path.join(SRC, "base", "terminal.c")],
+                   check=True, capture_output=True, text=True)
     out = subprocess.run([exe], check=True, capture_output=True, text=True, timeout=30).stdout
     return dict(re.findall(r"== ([^\n]+)\n((?:  #[^\n]*\n)*)", out)), out
 

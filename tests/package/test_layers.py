@@ -51,9 +51,9 @@ def test_design_md_maps_the_tree():
     package is named there."""
     with open(os.path.join(ROOT, "docs", "design.md")) as f:
         text = f.read()
-    named = set(re.findall(r"`((?:base|services|integration|tools(?:/bench)?)/\w+\.py)`", text))
+    named = set(re.findall(r"`((?:base|services|integration|testing|tools(?:/bench)?)/\w+\.py)`", text))
     on_disk = set()
-    for folder in ("base", "services", "integration", "tools", "tools/bench"):
+    for folder in ("base", "services", "integration", "testing", "tools", "tools/bench"):
         for name in os.listdir(os.path.join(ROOT, "mpi_collectives", folder)):
             if name.endswith(".py") and name != "__init__.py":
                 on_disk.add(f"{folder}/{name}")

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "log.h"
+#include "terminal.h"
 #include "flight.h"
 #include "launcher_env.h"
 #include "settings.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "terminal.h"
 #include "common.h"
 #include "init_crash.h"
 

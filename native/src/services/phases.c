@@ -131,12 +131,22 @@ static int give_up(struct given *g, const char *what, int comm_id, int left, dou
   return error_code;
 }
 
+/* A member's vote says it ended the phase, not that it never entered this
+ * call: a member that took part in it may end the phase while this rank still
+ * waits for the call to complete (an all-reduce completes at different times
+ * on different ranks). But once one member has completed the check's small
+ * all-reduce every member has entered it, and it completes here within
+ * microseconds of progress; so a wait is given up only when it has not
+ * completed this long after the vote arrived (a seen 4-rank all-gather, ended
+ * on rank 2 while rank 1 still waited, completed within 1 ms). */
+#define MPIC_AFTER_VOTE_NS (2 * 1000 * 1000 * 1000LL)
+
 /* Polls g's request until it completes (0) or is given up (the error code).
  * Completed, g is still the caller's to copy from and release. */
 static int wait_or_give_up(struct given *g, const char *what, int comm_id, const int *members, int n) {
-  int64_t start = mpic_monotonic_ns(), next_look = start;
+  int64_t start = mpic_monotonic_ns(), next_look = start, vote_seen = 0;
   unsigned spins = 0;
-  int ret = 0;
+  int ret = 0, left = -1;
   mpic_wait_begin();
   for (;;) {
     int done = 0;
@@ -146,10 +156,11 @@ static int wait_or_give_up(struct given *g, const char *what, int comm_id, const
       int64_t now = mpic_monotonic_ns();
       if (now >= next_look) {
         next_look = now + 50000;
-        int left = member_done(members, n);
+        if (left < 0 && (left = member_done(members, n)) >= 0) vote_seen = now;
         int64_t deadline = __atomic_load_n(&deadline_ns, __ATOMIC_ACQUIRE);
-        if (left >= 0 || (deadline && now > deadline)) {
-          ret = give_up(g, what, comm_id, left, (double)(now - start) / 1e9);
+        int gone = left >= 0 && now - vote_seen > MPIC_AFTER_VOTE_NS;
+        if (gone || (deadline && now > deadline)) {
+          ret = give_up(g, what, comm_id, gone ? left : -1, (double)(now - start) / 1e9);
           break;
         }
       }
@@ -229,10 +240,10 @@ int mpic_phase_stuck(char *where, int len) {
   if (current) {
     char words[120];
     mpic_describe(sig, words, sizeof words);
-    snprintf(what, sizeof what, "%s, collective %u on communicator %d, for %.1f s", words, seq, comm_id,
-             (double)(mpic_monotonic_ns() - since) / 1e9);
+    snprintf(what, sizeof what, "%s, collective %u on communicator %d", words, seq, comm_id);
   }
-  snprintf(where, (size_t)len, "rank %d waits in %s, which rank %d will not call: it ended the phase",
-           mpic_record_world_rank(), what, left);
+  int me = -1;
+  mpic_next_Comm_rank(MPIABI_COMM_WORLD, &me);
+  snprintf(where, (size_t)len, "rank %d waits in %s, which rank %d has left", me, what, left);
   return 1;
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "log.h"
+#include "terminal.h"
 #include "end_job.h"
 #include "family.h"
 #include "launcher_abort.h"

@@ -16,7 +16,7 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-#include "log.h"
+#include "terminal.h"
 #include "common.h"
 #include "pidfd.h"
 #include "self_watch.h"

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "log.h"
+#include "terminal.h"
 #include "common.h"
 #include "flight.h"
 #include "self_watch.h"

@@ -1,0 +1,69 @@
+"""`with mpi_collectives.phase("eval"):` -- a stretch of a program that every rank ends together.
+
+A rank that leaves a phase early (an exception before a collective its peers
+wait in) would otherwise leave them waiting, or pair their collective with
+its next one: a wrong number, or a hang. Inside a phase, a rank waiting in a
+collective for a rank that has already left the phase gives the wait up (the
+collective raises, naming that rank), and at the end of the phase every rank
+learns every rank's outcome: where the phase raised on any rank, it raises
+on every rank (the rank's own exception where it was raised, PhaseFailed
+naming the others' elsewhere), and the next phase starts with every
+communicator whole. The pytest plugin makes each stage of a test a phase
+(docs/testing.md).
+"""
+import contextlib
+
+from ..base.ending import end_job
+from ..base.errors import InitializeError
+from ..services import phases as _phases
+
+_PHASES = None
+
+
+class PhaseFailed(RuntimeError):
+    """A phase raised on another rank: every rank leaves it with an exception."""
+
+
+def phases() -> _phases.Phases:
+    """The process's phases, started on first use: collective, so every rank's first phase (or the
+    pytest plugin's start) comes at the same point of the program."""
+    global _PHASES
+    if _PHASES is None:
+        from . import jax_setup
+
+        info = jax_setup.info()
+        if info is None:
+            raise InitializeError("mpi-collectives: phase() needs MPI: call mpi_collectives.initialize() first, "
+                                  "on every rank")
+        _PHASES = _phases.Phases(info.rank, info.size)
+        _PHASES.watch(lambda line: end_job(f"{_PHASES.name} cannot finish: {line}, a wait that cannot be given "
+                                           f"up. Fix: make every rank reach the same collectives in each phase"))
+    return _PHASES
+
+
+@contextlib.contextmanager
+def phase(name: str, timeout: float = 0):
+    """Mark a phase of the program, on every rank, in the same order everywhere. `timeout` (seconds,
+    0 for none) limits any one wait in a collective inside it: past it the collective raises.
+    Raises on every rank when the phase raised on any."""
+    p = phases()
+    p.begin(name, timeout)
+    failure = None
+    try:
+        yield
+    except BaseException as e:
+        failure = e
+    text = f"{type(failure).__name__}: {failure}" if failure is not None else ""
+    try:
+        vote = p.end(_phases.FAILED if failure is not None else _phases.PASSED, text)
+    except _phases.Stuck as e:
+        end_job(f"phase {name!r} cannot finish: {e}, a wait that cannot be given up. Fix: make every rank reach "
+                f"the same collectives in each phase")
+    if failure is not None:
+        raise failure
+    failed = vote.ranks(_phases.FAILED)
+    if failed:
+        first = next((r for r in failed if not vote.given[r]), failed[0])
+        raise PhaseFailed(f"mpi-collectives: phase {name!r} failed on rank{'s' if len(failed) > 1 else ''} "
+                          f"{', '.join(map(str, failed))} (rank {first}: {vote.texts[first]}); it ends with "
+                          f"an exception on every rank")
