@@ -35,6 +35,17 @@ def phases() -> _phases.Phases:
         if info is None:
             raise InitializeError("mpi-collectives: phase() needs MPI: call mpi_collectives.initialize() first, "
                                   "on every rank")
+        # Made here, on every rank at once, what no phase can give up a wait in: JAX's backend (its
+        # start exchanges the devices across processes through jax.distributed) and the communicator
+        # of every device (creating it is a split of MPI_COMM_WORLD, and XLA keeps whatever the split
+        # returns: native/src/services/phases.c). A phase whose first collective is over the whole
+        # mesh, failing on one rank before it, then fails; a sub-mesh's first collective is a split.
+        import jax
+        import numpy as np
+
+        from .communicators import prepare
+
+        prepare(jax.sharding.Mesh(np.array(jax.devices()), ("devices",)))
         _PHASES = _phases.Phases(info.rank, info.size)
         _PHASES.watch(lambda line: end_job(f"{_PHASES.name} cannot finish: {line}, a wait that cannot be given "
                                            f"up. Fix: make every rank reach the same collectives in each phase"))
@@ -59,11 +70,11 @@ def phase(name: str, timeout: float = 0):
     except _phases.Stuck as e:
         end_job(f"phase {name!r} cannot finish: {e}, a wait that cannot be given up. Fix: make every rank reach "
                 f"the same collectives in each phase")
-    if failure is not None:
-        raise failure
     failed = vote.ranks(_phases.FAILED)
-    if failed:
-        first = next((r for r in failed if not vote.given[r]), failed[0])
+    first = next((r for r in failed if not vote.given[r]), failed[0] if failed else None)
+    if failure is not None and (first == p.rank or not vote.given[p.rank]):
+        raise failure  # this rank's own failure
+    if failed:  # another rank's, or a wait this rank gave up because of it
         raise PhaseFailed(f"mpi-collectives: phase {name!r} failed on rank{'s' if len(failed) > 1 else ''} "
                           f"{', '.join(map(str, failed))} (rank {first}: {vote.texts[first]}); it ends with "
-                          f"an exception on every rank")
+                          f"an exception on every rank") from failure

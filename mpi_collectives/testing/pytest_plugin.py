@@ -164,26 +164,12 @@ class Plugin:
                             f"--mpi-report-all); every rank stops")
             return
         seen = {text for text in vote.texts}
-        if len(seen) == 1 and session.items:
-            self._prepare_every_device()
         if len(seen) > 1:
             counts = ", ".join(f"rank {r}: {text.split()[1]} tests" for r, text in enumerate(vote.texts))
             pytest.exit(f"mpi-collectives: the ranks collected different tests ({counts}), so each rank would "
                         f"run another test at the same time. Fix: collect the same tests on every rank (no "
                         f"rank-dependent parametrize, collect_ignore or skip at import; give every rank the "
                         f"same -k, -m and paths)", returncode=pytest.ExitCode.USAGE_ERROR)
-
-    def _prepare_every_device(self):
-        """The communicator of every device of the job, made now, on every rank at once. A test's
-        first collective over it would otherwise create it: a split of MPI_COMM_WORLD, a wait no
-        rank can give up (XLA keeps whatever communicator the split returns), so that a rank failing
-        before a suite's first collective would end the job instead of failing one test."""
-        import jax
-        import numpy as np
-
-        from .. import prepare
-
-        prepare(jax.sharding.Mesh(np.array(jax.devices()), ("devices",)))
 
     # ---- each stage of a test is a phase ----
 

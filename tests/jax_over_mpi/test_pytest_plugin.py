@@ -193,3 +193,15 @@ def test_sigterm_to_the_launcher_keeps_the_report_of_the_tests_run(tmp_path):
            "tests run so far is above" in text, text
     assert "1 failed, 1 passed" in text, text
     assert outcomes(folder) == {"test_passes": "passed", "test_fails_on_rank0": "failed"}, text
+
+
+@once
+@pytest.mark.jax
+def test_phases_of_a_program_outside_pytest():
+    from helpers import mpirun
+
+    proc = mpirun(3, [PY, os.path.join(PROGRAMS, "phases_program.py"), SUITES],
+                  env={"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}, timeout=240)
+    assert proc.returncode == 0, explain(proc)
+    assert proc.stdout.count(": ok") == 3, explain(proc)
+    assert "phase 'evaluation' failed on rank 0" in proc.stdout, explain(proc)

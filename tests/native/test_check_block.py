@@ -105,6 +105,18 @@ def test_blocks_that_disagree_never_mix_their_data(harness, other):
     assert not bad[0]
 
 
+def test_the_same_call_in_two_phases_never_mixes(harness):
+    """A collective of one phase of the program (a test of a pytest suite) meeting the same
+    collective of another: a wrong number without the phase in the block (3 + 2 = 5 where each
+    test wants its own), told apart with it; the same phase reduces as before."""
+    x, y = np.array([3, 3, 3, 3], np.float32), np.array([2, 2, 2, 2], np.float32)
+    sig = signature("all-reduce", "sum", np.float32, 4)
+    agreed, data = combine(harness, (sig, f"{REDUCE}@3", x.tobytes()), (sig, f"{REDUCE}@2", y.tobytes()))
+    assert not agreed and np.frombuffer(data[:16], np.float32).tolist() == [2, 2, 2, 2]
+    agreed, data = combine(harness, (sig, f"{REDUCE}@3", x.tobytes()), (sig, f"{REDUCE}@3", y.tobytes()))
+    assert agreed and np.frombuffer(data[:16], np.float32).tolist() == [5, 5, 5, 5]
+
+
 SMALL = 64  # MPIC_BLOCK_SMALL_PAYLOAD
 
 

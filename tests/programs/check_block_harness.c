@@ -4,6 +4,8 @@
  *
  *     check_block_harness SIG_A CARRY_A HEX_A SIG_B CARRY_B HEX_B
  *
+ * CARRY is the carry mode, or MODE@PHASE for a call in a phase of the
+ * program (mpic_block_set_phase).
  * A is the library's `in` operand, B its `inout`. Prints "agreed 0|1" and
  * "payload HEX" of the result (all MPIC_BLOCK_PAYLOAD bytes). With
  * CHECK_BLOCK_SMALL=1 in the environment, the small block's reduction
@@ -15,6 +17,8 @@
 
 static void fill(struct mpic_block *b, const char *sig, const char *carry, const char *hex) {
   mpic_block_start(b, strtoull(sig, NULL, 0), atoi(carry));
+  const char *at = strchr(carry, '@');
+  if (at) mpic_block_set_phase(b, strtoll(at + 1, NULL, 0));
   size_t n = strlen(hex) / 2;
   for (size_t i = 0; i < n && i < MPIC_BLOCK_PAYLOAD; i++) {
     unsigned v;

@@ -119,12 +119,12 @@ static int give_up(struct given *g, const char *what, int comm_id, int left, dou
   if (left >= 0)
     snprintf(text, sizeof text,
              "mpi-collectives: rank %d ended %s before this %s (on communicator %d) and will not call it: "
-             "no result. That rank's failure is in the test's report",
+             "no result. See that rank's own outcome",
              left, name[0] ? name : "this phase", what, comm_id);
   else
     snprintf(text, sizeof text,
              "mpi-collectives: %s waited %.0f s in this %s (on communicator %d), past its limit of %.0f s "
-             "(--mpi-timeout): no result. Where each rank was is in the test's report",
+             "(--mpi-timeout): no result. See where each rank was",
              name[0] ? name : "this phase", waited, what, comm_id, limit);
   mpic_next_Add_error_string(error_code, text);
   pthread_mutex_unlock(&lock);
