@@ -143,8 +143,9 @@ class Phases:
                     raise Stuck(line)
                 if on_wait:
                     on_wait(now - start)
-            delay = min(0.002, delay + 0.00005)  # a quick phase end costs microseconds, a long one no CPU
-            time.sleep(delay)
+            if now - start > 0.002:  # the first 2 ms polled without sleeping: a phase's votes come together
+                delay = min(0.002, delay + 0.00005)  # a long wait (a rank still in its test) costs no CPU
+                time.sleep(delay)
 
     # ---- stuck waits: a thread that looks each 0.5 s ----
 
