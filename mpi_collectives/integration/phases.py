@@ -75,6 +75,7 @@ def phase(name: str, timeout: float = 0):
     if failure is not None and (first == p.rank or not vote.given[p.rank]):
         raise failure  # this rank's own failure
     if failed:  # another rank's, or a wait this rank gave up because of it
-        raise PhaseFailed(f"mpi-collectives: phase {name!r} failed on rank{'s' if len(failed) > 1 else ''} "
-                          f"{', '.join(map(str, failed))} (rank {first}: {vote.texts[first]}); it ends with "
-                          f"an exception on every rank") from failure
+        own = [r for r in failed if not vote.given[r]] or failed  # the ranks that failed of themselves
+        raise PhaseFailed(f"mpi-collectives: phase {name!r} failed on rank{'s' if len(own) > 1 else ''} "
+                          f"{', '.join(map(str, own))} (rank {first}: {vote.texts[first]}); it ends with an "
+                          f"exception on every rank") from failure

@@ -22,6 +22,7 @@ agreed on it; a point-to-point transfer) is `stuck`: the rank sees it and
 tells rank 0 (a `stuck` message), which ends the job with the line after
 the caller has kept what it must (the pytest plugin's report).
 """
+import atexit
 import threading
 import time
 
@@ -69,6 +70,10 @@ class Phases:
         self._voting = False
         self._on_stuck = None
         self._ending = False
+        self._stop = threading.Event()
+        # Before JAX's own atexit MPI_Finalize (registered when its backend started, before this):
+        # the watcher calls MPI, and a call after MPI_Finalize ends the process (MPICH aborts).
+        atexit.register(self.stop)
         self._lock = threading.Lock()
 
     def begin(self, name: str, timeout: float = 0) -> int:
@@ -166,8 +171,7 @@ class Phases:
 
     def _run(self):
         first_seen, told = {}, False
-        while True:
-            time.sleep(0.5)
+        while not self._stop.wait(0.5):
             if self._ending:
                 return
             try:
@@ -196,6 +200,12 @@ class Phases:
                     self._told_at = now
             elif told and self.rank != 0 and now - self._told_at > 30:
                 self._on_stuck(self._stuck_line + "; rank 0 did not end the job within 30 s")
+
+    def stop(self):
+        """The watcher looks no more (at exit, before MPI_Finalize)."""
+        self._stop.set()
+        if self._watch is not None and self._watch is not threading.current_thread():
+            self._watch.join(timeout=2)
 
     def ending(self) -> bool:
         """True for the first caller only: it ends the job (the watcher looks no more)."""

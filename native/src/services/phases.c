@@ -26,6 +26,7 @@
 #include <string.h>
 #include "end_job.h"
 #include "flight.h"
+#include "library.h"
 #include "phases.h"
 #include "signature.h"
 #include "waits.h"
@@ -110,20 +111,25 @@ static int member_done(const int *members, int n) {
 }
 
 /* Sets the phase's error text for this wait and returns its code. */
+/* Open MPI keeps at most 255 characters of an error string (MPI_MAX_ERROR_STRING, 256), and refuses a
+ * longer one: the text is kept within it, the phase's name cut to its last 90 characters (a test's
+ * name ends a pytest node id). */
+#define MPIC_ERROR_TEXT 250
 static int give_up(struct given *g, const char *what, int comm_id, int left, double waited) {
-  char text[512], name[160];
+  char text[MPIC_ERROR_TEXT], name[100];
   pthread_mutex_lock(&lock);
-  snprintf(name, sizeof name, "%s", phase_name);
+  size_t full = strlen(phase_name);
+  snprintf(name, sizeof name, "%s%s", full > 90 ? "..." : "", phase_name + (full > 90 ? full - 90 : 0));
   double limit = phase_timeout;
   g->state = 2;
   if (left >= 0)
     snprintf(text, sizeof text,
-             "mpi-collectives: rank %d ended %s before this %s (on communicator %d) and will not call it: "
+             "mpi-collectives: rank %d ended %s before this %s (communicator %d) and will not call it: "
              "no result. See that rank's own outcome",
              left, name[0] ? name : "this phase", what, comm_id);
   else
     snprintf(text, sizeof text,
-             "mpi-collectives: %s waited %.0f s in this %s (on communicator %d), past its limit of %.0f s "
+             "mpi-collectives: %s waited %.0f s in this %s (communicator %d), past its limit of %.0f s "
              "(--mpi-timeout): no result. See where each rank was",
              name[0] ? name : "this phase", waited, what, comm_id, limit);
   mpic_next_Add_error_string(error_code, text);
@@ -226,7 +232,8 @@ int mpic_phase_wait_given(int kind, int id, unsigned seq, double timeout_s, int 
 }
 
 int mpic_phase_stuck(char *where, int len) {
-  if (!mpic_phases_on() || __atomic_load_n(&mpic_waiting_now, __ATOMIC_RELAXED) <= 0) return 0;
+  if (!mpic_phases_on() || !mpic_mpi_is_up() || __atomic_load_n(&mpic_waiting_now, __ATOMIC_RELAXED) <= 0)
+    return 0;
   uint64_t sig = 0;
   int comm_id = -1;
   unsigned seq = 0;

@@ -245,6 +245,10 @@ static int watched_make(struct watched *w, const int *ranks, const int *pids, co
  * leaves silently on the rank's word, or names the first process to end. */
 __attribute__((noreturn)) static void watcher_main(struct watched *w) {
   setsid();
+  /* Its descriptor 2 is the rank's terminal (terminal.h), whatever the rank's own descriptor 2 was
+   * at the fork (pytest's capture file), and the only descriptor of the rank's it keeps. */
+  int terminal = mpic_terminal();
+  if (terminal != 2) dup2(terminal, 2);
   held_pidfds = w->pidfds;
   held_n = w->total;
   for (int fd = 0; fd < 65536; fd++) {
@@ -284,7 +288,7 @@ __attribute__((noreturn)) static void watcher_main(struct watched *w) {
             break;
           }
       if (claim_report()) {
-        ssize_t written = write(mpic_terminal(), w->lines + (size_t)index * MAX_LINE, (size_t)w->lens[index]);
+        ssize_t written = write(2, w->lines + (size_t)index * MAX_LINE, (size_t)w->lens[index]);
         (void)written;
         hold_claim_and_exit();
       }
