@@ -70,8 +70,9 @@ def test_multiprocess_suite_runs_as_one_job(tmp_path):
     passes, rank 0 alone reports."""
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}
-    proc = mpirun(2, [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(tmp_path / "pytest.ini"),
-                      "--rootdir", str(tmp_path), os.path.join(EXAMPLES, "test_multiprocess_suite.py")],
+    proc = mpirun(2, [PY, "-m", "pytest", "-q", "--color=no", "-p", "no:cacheprovider",
+                      "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path),
+                      os.path.join(EXAMPLES, "test_multiprocess_suite.py")],
                   env=env, timeout=600)
     assert proc.returncode == 0, explain(proc)
     assert proc.stdout.count("5 passed") == 1, explain(proc)

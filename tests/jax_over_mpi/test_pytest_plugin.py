@@ -43,7 +43,7 @@ def suite_dir(tmp_path, *names):
 
 
 def pytest_args(folder, *args):
-    return [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-c", str(folder / "pytest.ini"),
+    return [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--color=no", "-c", str(folder / "pytest.ini"),
             f"--junitxml={folder / 'report.xml'}", *args]
 
 
