@@ -53,7 +53,7 @@ def initialize() -> None:
     started_by_import = module_being_imported()
     if "mpi_collectives" in sys.modules:  # a program of ours: did it join its ranks? (no import cost otherwise)
         from mpi_collectives.integration import plain_programs
-        plain_programs.check_joined()
+        plain_programs.check_joined(module_being_imported)
     if _collectives_over_mpi():
         from mpi_collectives.integration import plain_programs
         plain_programs.at_backend_start()

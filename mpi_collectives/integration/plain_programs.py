@@ -57,6 +57,7 @@ def at_backend_start() -> None:
 
 
 _checked = False
+_module_being_imported = None  # set by check_joined, from the plugin hook
 _told = False
 _computed_in_an_import = False
 _run_without_initialize = None  # the target of `mpi-collectives run` without --initialize, if that started us
@@ -69,7 +70,7 @@ def launched_by_run(target: str) -> None:
     _run_without_initialize = target
 
 
-def check_joined() -> None:
+def check_joined(module_being_imported=lambda: None) -> None:
     """At backend start in any process that imported the package: a launcher started it as one of N > 1
     ranks, and JAX may be starting as one process of one (initialize() never called, nor
     jax.distributed.initialize()). Every collective then reduces this rank's own data alone and
@@ -82,11 +83,14 @@ def check_joined() -> None:
     The line waits for the first JAX compilation outside an import (JAX's monitoring events: the
     first computation compiles), or the end of the program where every computation ran inside
     imports, and is said only if initialize() has still not been asked by then."""
-    global _checked
+    global _checked, _module_being_imported
     with _lock:
         if _checked:
             return
         _checked = True
+    # The hook's frame walk (mpi_collectives_jax_plugin.module_being_imported), given by the hook: calls go
+    # from the hook down to this module, never back up.
+    _module_being_imported = module_being_imported
     if jax_setup.asked() or launcher_rank_size()[1] < 2 or _joined_by_jax():
         return
     try:
@@ -104,8 +108,7 @@ def _at_a_compilation(event, *args, **kwargs) -> None:
     global _computed_in_an_import
     if _told:
         return
-    import mpi_collectives_jax_plugin as hook
-    if hook.module_being_imported() is not None:  # a library computing as it is imported: not yet
+    if _module_being_imported() is not None:  # a library computing as it is imported: not yet
         _computed_in_an_import = True
         return
     _tell_if_alone()

@@ -23,6 +23,7 @@ tells rank 0 (a `stuck` message), which ends the job with the line after
 the caller has kept what it must (the pytest plugin's report).
 """
 import atexit
+import os
 import threading
 import time
 
@@ -148,7 +149,9 @@ class Phases:
                     raise Stuck(line)
                 if on_wait:
                     on_wait(now - start)
-            if now - start > 0.002:  # the first 2 ms polled without sleeping: a phase's votes come together
+            if now - start < 0.002:  # the first 2 ms polled, yielding the core: a phase's votes come together,
+                os.sched_yield()  # and where ranks outnumber cores the rank still voting needs it
+            else:
                 delay = min(0.002, delay + 0.00005)  # a long wait (a rank still in its test) costs no CPU
                 time.sleep(delay)
 
