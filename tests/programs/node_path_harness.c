@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpiabi.h"
 
@@ -210,6 +211,26 @@ static void threads(void) {
   for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
 }
 
+/* Two windows made at once in one process (two devices a process: each group's first large collective
+ * on a thread of its own), the threads' order reversed on rank 0, so that the windows' list order differs
+ * between ranks; then MPI_Finalize frees both (issue 65: equal finalize orders hung there). */
+static MPIABI_Comm pair[2];
+static int pair_ok[2];
+static void *pair_thread(void *arg) {
+  int i = (int)(intptr_t)arg;
+  if ((rank == 0) == (i == 1)) usleep(300000);
+  pair_ok[i] = allreduce_exact(pair[i], 262144, i);
+  return NULL;
+}
+
+static void windows_at_once(void) {
+  pair[0] = split(), pair[1] = split();
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, pair_thread, (void *)(intptr_t)i);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  result("windows-at-once", pair_ok[0] && pair_ok[1], "(two threads, two communicators)");
+}
+
 static void many(void) {
   MPIABI_Comm c[8];
   for (int i = 0; i < 8; i++) c[i] = split();
@@ -242,6 +263,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(s, "user-types")) user_types();
   else if (!strcmp(s, "threads")) threads();
   else if (!strcmp(s, "many")) many();
+  else if (!strcmp(s, "windows-at-once")) windows_at_once();
   else {
     printf("FAIL unknown scenario %s\n", s);
     return 2;

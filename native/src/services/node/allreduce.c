@@ -9,7 +9,7 @@
  *   3. each rank copies every slice of the result from its owner's share.
  * Each element is reduced once, by one rank, in one order, so every rank
  * gets the same bits (which may differ from the library's: another order of
- * the sum; docs/node-path.md). Memory traffic per rank is about three times
+ * the sum; docs/design.md, "The node's own data path"). Memory traffic per rank is about three times
  * the buffer, spread over all ranks at once; the library's own protocols on
  * MPICH and Open MPI copy through fixed cells several times over. */
 #include <string.h>

@@ -26,7 +26,8 @@ struct mpic_node {
   int size, rank;     /* in shm */
   int *world;         /* size: each shm rank's rank in MPI_COMM_WORLD, for the sentences */
   char **shares;      /* size: each rank's MPIC_NODE_SHARE bytes */
-  int record_id;      /* the communicator's id, for the sentences */
+  int record_id;      /* the communicator's id (its split's: the same on every member), for the sentences
+                       * and the finalize order's tie-break */
   unsigned long turn; /* chunks so far: which half is next (turns.c) */
   /* the call running now, which every chunk's stamp names (turns.c) */
   uint64_t calls;

@@ -277,11 +277,17 @@ void mpic_node_finalize(void) {
   for (;;) {
     /* The lowest order first. Orders were agreed by each window's ranks when it was made, and a rank's later
      * window always has a higher one (its count of windows seen rises with each), so two windows that share
-     * ranks are freed in the same order on all of them: no rank waits in one while a peer waits in another. */
+     * ranks are freed in the same order on all of them: no rank waits in one while a peer waits in another.
+     * Two windows made at once in one process (two threads: two devices a process, each group's first large
+     * collective) can agree on the same order, each made before the other raised the count; their list
+     * order is each rank's timing. The split's id breaks the tie: the same on every member of a window,
+     * different between two windows (issue 65: 3 of 6 such runs hung in MPI_Win_free at MPI_Finalize). */
     pthread_mutex_lock(&windows_lock);
     struct mpic_node **first = NULL;
     for (struct mpic_node **p = &windows; *p; p = &(*p)->next)
-      if (!first || (*p)->order < (*first)->order) first = p;
+      if (!first || (*p)->order < (*first)->order ||
+          ((*p)->order == (*first)->order && (*p)->record_id < (*first)->record_id))
+        first = p;
     struct mpic_node *n = first ? *first : NULL;
     if (n) *first = n->next;
     if (n && n->record) { /* a communicator XLA still holds: the library's from now on */
