@@ -5,22 +5,32 @@ RBM, Metropolis sampling split over every rank, stochastic reconfiguration (VMC_
     mpiexec -n 2 python examples/netket_vmc.py --iterations 300 --output energies.json
     srun --mpi=pmi2 python examples/netket_vmc.py --iterations 300    # one rank per core: docs/netket.md
     python examples/netket_vmc.py --iterations 300                    # one process, no launcher
+    JAX_NUM_CPU_DEVICES=2 python examples/netket_vmc.py --iterations 300   # one process, 2 CPU devices
+    srun --mpi=pmi2 python examples/netket_vmc.py --iterations 3000 --checkpoint state.mpack   # saves on SIGTERM
 
 The problem is NetKet's tutorial one: a ring of --sites spins (20), H = sum_i Z_i Z_{i+1} - h sum_i X_i
 with h = 1, an RBM of alpha 1, MetropolisLocal with --chains chains (16) and --samples samples (1008)
 an iteration in all, SR with diag_shift 0.1, fixed seeds. The chains and the samples are global:
-NetKet splits them over every device of every rank, so both must divide by the number of devices.
+NetKet splits them over every device of every rank (rounding a count that does not divide up, with a
+warning); this script asks for counts that divide, so that every layout runs the same problem.
 The same seeds draw the same samples on any layout: at 2 ranks the energies are those of one process
 with 2 CPU devices (JAX_NUM_CPU_DEVICES=2 python examples/netket_vmc.py), bit for bit where each
 process computes with the same threads (tests/jax_over_mpi/test_netket.py; docs/netket.md).
 
 Rank 0 alone prints the energy of each iteration and writes --output (JSON: the energies, their
-errors and variances, the ms an iteration); the last line says `done: ...`. For an even number of
+errors and variances, the ms an iteration); the last line says `done: ...`.
+
+With --checkpoint PATH the run saves on SIGTERM or preemption (a Slurm time limit with
+`--signal=TERM@120`, scancel): every rank stops at the same iteration (JAX's preemption sync point,
+which the package passes SIGTERM on to), rank 0 writes PATH (the iteration and the variational state:
+parameters and chains), and the run ends 0 with a `saved: ...` line. Started again with the same
+PATH, it resumes at that iteration and runs to --iterations in all. For an even number of
 sites the exact ground-state energy at h = 1 is -2/sin(pi/(2N)) (-25.4910 for 20 sites).
 """
 import argparse
 import json
 import math
+import os
 import sys
 import time
 
@@ -43,6 +53,8 @@ def main() -> int:
     parser.add_argument("--sites", type=int, default=20, help="spins on the ring (default 20)")
     parser.add_argument("--seed", type=int, default=1234, help="seed of the parameters and of the sampler")
     parser.add_argument("--output", default=None, help="rank 0 writes the energies here (JSON)")
+    parser.add_argument("--checkpoint", default=None, metavar="PATH",
+                        help="save here on SIGTERM or preemption, and resume from here when it exists")
     args = parser.parse_args()
     first = jax.process_index() == 0  # print and write from one rank only
     devices = jax.device_count()
@@ -56,12 +68,23 @@ def main() -> int:
     sampler = nk.sampler.MetropolisLocal(hilbert, n_chains=args.chains)
     state = nk.vqs.MCState(sampler, nk.models.RBM(alpha=1), n_samples=args.samples,
                            seed=args.seed, sampler_seed=args.seed + 1)
+    begin = 0  # the iteration this run starts at: a resumed run's, from the checkpoint
+    if args.checkpoint and os.path.exists(args.checkpoint):
+        begin, state = load(args.checkpoint, state)
+        if first:
+            print(f"resumed: iteration {begin} from {args.checkpoint}", flush=True)
     driver = nk.driver.VMC_SR(hamiltonian, nk.optimizer.Sgd(learning_rate=0.02), diag_shift=0.1,
                               variational_state=state)
 
     energies, errors, variances, stamps = [], [], [], []
+    saved = []
 
     def report(step, log_data, driver):
+        step += begin  # NetKet counts from 0 in every run; the problem's iteration goes on
+        if args.checkpoint and preempted(step):  # every rank stops here, before this iteration's update
+            save(args.checkpoint, step, driver.state, first)
+            saved.append(step)
+            return False
         energy = log_data["Energy"]  # computed on every rank alike: the samples of all of them
         energies.append(float(np.real(energy.mean)))
         errors.append(float(energy.error_of_mean))
@@ -73,7 +96,12 @@ def main() -> int:
         return True
 
     start = time.perf_counter()
-    driver.run(n_iter=args.iterations, out=(), callback=report, show_progress=False)
+    driver.run(n_iter=max(args.iterations - begin, 0), out=(), callback=report, show_progress=False)
+    if saved:
+        if first:
+            print(f"saved: iteration {saved[0]} to {args.checkpoint}; run again with the same --checkpoint to "
+                  f"resume", flush=True)
+        return 0
     # An iteration's time: the median between two reports, past the first (which compiles).
     steps = np.diff(stamps[1:]) if len(stamps) > 2 else np.array([time.perf_counter() - start])
     ms = float(np.median(steps) * 1e3)
@@ -88,10 +116,39 @@ def main() -> int:
                            "ms_per_iteration": ms}, f, indent=1)
         shown = f" (exact {exact:.4f})" if exact is not None else ""
         processes = jax.process_count()
-        print(f"done: {args.sites} sites, {len(energies)} iterations, energy {energies[-1]:.6f} "
+        print(f"done: {args.sites} sites, {begin + len(energies)} iterations, energy {energies[-1]:.6f} "
               f"+- {errors[-1]:.6f}{shown}, {processes} process{'es' * (processes > 1)}, "
               f"{devices} device{'s' * (devices > 1)}, {ms:.1f} ms an iteration", flush=True)
     return 0
+
+
+def preempted(step: int) -> bool:
+    """JAX's preemption sync point: True on every rank at the same step once any rank got SIGTERM (the
+    package passes SIGTERM on to it once a program asks, and gives the ranks MPI_COLLECTIVES_PREEMPTION_GRACE
+    seconds, 60, to save and end: docs/checkpoints.md)."""
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.reached_preemption_sync_point(step)
+
+
+def save(path: str, step: int, state, write: bool) -> None:
+    """The iteration and the variational state (parameters and chains); every rank serializes (the chains
+    are gathered from every rank), rank 0 writes, whole or not at all."""
+    import flax.serialization
+
+    data = flax.serialization.to_bytes({"step": step, "state": state})
+    if write:
+        with open(path + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+
+
+def load(path: str, state):
+    import flax.serialization
+
+    with open(path, "rb") as f:
+        saved = flax.serialization.from_bytes({"step": 0, "state": state}, f.read())
+    return int(saved["step"]), saved["state"]
 
 
 if __name__ == "__main__":
