@@ -92,7 +92,7 @@ def test_the_example_saves_on_sigterm_and_resumes_at_its_iteration(tmp_path):
     from helpers import mpiexec_path, read_until
     from mpi_collectives.tools import launching
 
-    total = 40
+    total = 30
     through = tmp_path / "through.json"
     proc = mpirun(2, [sys.executable, EXAMPLE, "--iterations", str(total), "--output", str(through)],
                   env=RANKS_ENV, timeout=300)

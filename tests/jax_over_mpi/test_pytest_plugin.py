@@ -114,7 +114,7 @@ def test_a_wait_that_cannot_be_given_up_ends_the_job_with_the_report_kept(tmp_pa
 @pytest.mark.jax
 def test_other_failures_on_one_rank_and_the_timeout(tmp_path):
     folder = suite_dir(tmp_path, "test_faults_suite.py")
-    proc = launch(folder, 2, "--mpi-timeout", "20", "test_faults_suite.py", env={"SUITE_TIMEOUT": "1"})
+    proc = launch(folder, 2, "--mpi-timeout", "10", "test_faults_suite.py", env={"SUITE_TIMEOUT": "1"})
     assert proc.returncode == 1, explain(proc)
     assert outcomes(folder) == {
         "test_first_fails_on_rank0_before_the_first_psum": "failed", "test_fixture_error": "error",
@@ -124,8 +124,8 @@ def test_other_failures_on_one_rank_and_the_timeout(tmp_path):
     one_report(proc)
     text = proc.stdout
     assert "DID NOT RAISE" in text and "SystemExit: 3" in text, explain(proc)
-    assert "ran longer than --mpi-timeout=20 s on rank 1" in text, explain(proc)
-    assert "past its limit of 20 s (--mpi-timeout)" in text, explain(proc)
+    assert "ran longer than --mpi-timeout=10 s on rank 1" in text, explain(proc)
+    assert "past its limit of 10 s (--mpi-timeout)" in text, explain(proc)
     assert "needs 64 MPI ranks, the job has 2" in text or "skipped" in text, explain(proc)
 
 
