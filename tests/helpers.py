@@ -92,6 +92,24 @@ def read_until(proc, enough, timeout=120):
     return lines + ([pending.decode(errors="replace")] if pending else [])
 
 
+def sigterm_once(cmd, ready, env=None, cwd=None, timeout=240):
+    """Start a launch, read its stdout until ready(lines), send SIGTERM to the launcher, wait for its
+    end; (exit status, everything it wrote as text). The launch is ended if it outlives the timeout."""
+    import signal
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=launching.environment(env),
+                            cwd=cwd, start_new_session=True)
+    try:
+        lines = read_until(proc, ready, timeout=timeout)
+        assert ready(lines), "".join(lines)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            launching.end(proc)
+    return proc.returncode, "".join(lines) + out.decode(errors="replace") + err.decode(errors="replace")
+
+
 def preempt_after_first_save(proc, stop, timeout=120):
     """A running examples/checkpoint_orbax.py job (--every 20): once both ranks have saved step 20,
     stop() (SIGTERM to the launcher, or scancel); (exit status, stdout, stderr, seconds from the

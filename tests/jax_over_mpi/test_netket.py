@@ -86,11 +86,7 @@ def test_the_example_saves_on_sigterm_and_resumes_at_its_iteration(tmp_path):
     """--checkpoint: SIGTERM to the launcher mid-run, every rank stops at one iteration, rank 0 saves
     and the job ends 0; started again it resumes there, and its energies are those of a run that went
     through, bit for bit (issue 65: the Slurm recipe's --signal=TERM@120 had nothing that saved)."""
-    import signal
-    import subprocess
-
-    from helpers import mpiexec_path, read_until
-    from mpi_collectives.tools import launching
+    from helpers import mpiexec_path, sigterm_once
 
     total = 30
     through = tmp_path / "through.json"
@@ -98,18 +94,10 @@ def test_the_example_saves_on_sigterm_and_resumes_at_its_iteration(tmp_path):
                   env=RANKS_ENV, timeout=300)
     assert proc.returncode == 0, explain(proc)
     checkpoint = str(tmp_path / "state.mpack")
-    stopped = subprocess.Popen([mpiexec_path(), "-n", "2", sys.executable, EXAMPLE, "--iterations", "100000",
-                                "--checkpoint", checkpoint], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=launching.environment(RANKS_ENV), start_new_session=True)
-    try:
-        lines = read_until(stopped, lambda got: any(re.match(r"iteration +10 ", line) for line in got), timeout=240)
-        stopped.send_signal(signal.SIGTERM)
-        out, err = stopped.communicate(timeout=120)
-    finally:
-        if stopped.poll() is None:
-            launching.end(stopped)
-    text = "".join(lines) + out.decode(errors="replace") + err.decode(errors="replace")
-    assert stopped.returncode == 0, text
+    code, text = sigterm_once([mpiexec_path(), "-n", "2", sys.executable, EXAMPLE, "--iterations", "100000",
+                               "--checkpoint", checkpoint],
+                              lambda got: any(re.match(r"iteration +10 ", line) for line in got), env=RANKS_ENV)
+    assert code == 0, text
     at = int(re.search(r"^saved: iteration (\d+) to ", text, re.M).group(1))
     assert 10 <= at < total, text
     resumed = tmp_path / "resumed.json"

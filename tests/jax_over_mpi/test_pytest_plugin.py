@@ -6,15 +6,13 @@ saying why. In the mpich configuration every scenario; on the other families the
 ranks and the wait that cannot be given up (docs/contributing.md)."""
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, FAMILY_CONFIG, ONCE, PROGRAMS, explain, mpiexec_path, read_until, run
+from helpers import EXPECTED_FAMILY, FAMILY_CONFIG, ONCE, PROGRAMS, explain, mpiexec_path, run, sigterm_once
 from mpi_collectives.tools import launching
 
 SUITES = os.path.join(PROGRAMS, "pytest_suites")
@@ -178,20 +176,11 @@ def test_ranks_that_collect_different_tests_are_stopped_with_a_sentence(tmp_path
 @pytest.mark.jax
 def test_sigterm_to_the_launcher_keeps_the_report_of_the_tests_run(tmp_path):
     folder = suite_dir(tmp_path, "test_sigterm_suite.py")
-    environment = launching.environment({"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None})
-    proc = subprocess.Popen([mpiexec_path(), "-n", "2", *pytest_args(folder, "-s", "test_sigterm_suite.py")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, cwd=str(folder),
-                            start_new_session=True)
-    try:
-        lines = read_until(proc, lambda got: "".join(got).count("running until stopped") == 2, timeout=180)
-        assert "".join(lines).count("running until stopped") == 2, "".join(lines)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            launching.end(proc)
-    text = "".join(lines) + out.decode(errors="replace") + err.decode(errors="replace")
-    assert proc.returncode != 0, text
+    code, text = sigterm_once([mpiexec_path(), "-n", "2", *pytest_args(folder, "-s", "test_sigterm_suite.py")],
+                              lambda got: "".join(got).count("running until stopped") == 2,
+                              env={"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None},
+                              cwd=str(folder), timeout=180)
+    assert code != 0, text
     assert "rank 0/2 stopped by SIGTERM in test_sigterm_suite.py::test_runs_until_stopped; the report of the " \
            "tests run so far is above" in text, text
     assert "1 failed, 1 passed" in text, text
