@@ -18,7 +18,7 @@ import os
 import pytest
 
 # What a launcher of several ranks sets in each rank (mpi_collectives/base/launchers.py has the
-# table; tests/package/test_pytest_plugin.py checks these are in it): Open MPI's mpirun, a Hydra
+# table; tests/package/test_pytest_entry.py checks these are in it): Open MPI's mpirun, a Hydra
 # mpiexec (MPICH, Intel MPI) or srun --mpi=pmi2, a PMIx launcher, and srun whatever its --mpi.
 # Not SLURM_NTASKS: a batch script has it on the one process that runs pytest directly.
 SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS")

@@ -47,9 +47,6 @@ class Vote:
     def __init__(self, outcomes, texts, given):
         self.outcomes, self.texts, self.given = outcomes, texts, given
 
-    def worst(self) -> int:
-        return max(self.outcomes)
-
     def ranks(self, outcome: int) -> list:
         return [r for r, o in enumerate(self.outcomes) if o == outcome]
 

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "end_job.h"
 #include "flight.h"
 #include "library.h"
 #include "phases.h"
