@@ -203,6 +203,13 @@ def set_node_path(mode: int, collectives: str, min_bytes: int, max_bytes: int, a
         raise ValueError((mode, collectives, min_bytes, max_bytes, across_nodes))
 
 
+def set_finalize_waits(report_s: float, limit_s: float) -> None:
+    """The stall report's and limit's seconds for the native layer's own wait at MPI_Finalize (the
+    node path's windows, whose ranks free them together; the stall watcher may be gone by then)."""
+    if _native()[1].mpic_set_finalize_waits(report_s, limit_s) != 0:
+        raise ValueError((report_s, limit_s))
+
+
 def bind_callers(cpus) -> None:
     """Move each thread that calls MPI through the wrapper onto `cpus` at its first call
     (MPI_COLLECTIVES_BIND_CPUS=2); an empty set turns that off."""

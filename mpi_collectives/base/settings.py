@@ -113,10 +113,11 @@ TABLE = {
     "stall_report": Setting("MPI_COLLECTIVES_STALL_REPORT", 60, False,
                             "seconds a rank may wait in a collective before the job prints, from one rank, which "
                             "ranks have not arrived and where they are (their Python stacks too); repeated at "
-                            "doubling intervals while the wait lasts; 0: never", (0, WEEK)),
+                            "doubling intervals while the wait lasts (at MPI_Finalize, where the node path's "
+                            "windows are freed, each waiting rank names the ranks not there); 0: never", (0, WEEK)),
     "stall_timeout": Setting("MPI_COLLECTIVES_STALL_TIMEOUT", 0, False,
-                             "seconds a rank may wait in a collective before the job is ended, with the stall "
-                             "report; 0: no limit", (0, WEEK)),
+                             "seconds a rank may wait in a collective (or at MPI_Finalize for a node path window's "
+                             "ranks) before the job is ended, with the stall report; 0: no limit", (0, WEEK)),
     "preemption_grace": Setting("MPI_COLLECTIVES_PREEMPTION_GRACE", 60, False,
                                 "seconds a rank asked to stop by SIGTERM may go on when its program asks JAX's "
                                 "preemption sync point (multihost_utils.reached_preemption_sync_point, Orbax's "

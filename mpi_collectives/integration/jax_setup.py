@@ -353,6 +353,7 @@ def finish_steps(rank: int, size: int, settings, job: str) -> None:
     # Registered last, so run first at the end of the main thread: while the watchers still watch.
     exit_hooks.wait_for_computations_at_exit(_backend_exists)
     stall.watch(rank, size, float(settings.stall_report), float(settings.stall_timeout), job)
+    mpi.set_finalize_waits(float(settings.stall_report), float(settings.stall_timeout))
 
 
 def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None, any_thread: int = None,

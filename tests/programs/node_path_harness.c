@@ -23,6 +23,23 @@
  *               stops with one sentence, or every sum is exact.
  *   many        eight communicators, a 1 MiB all-reduce on each: exact, in
  *               whatever room /dev/shm has (the test mounts a small one).
+ *   cycles      48 times: a communicator split, a 1 MiB all-reduce on it, freed
+ *               (a mesh per test): exact, and the windows this rank still
+ *               holds at the end ("WINDOWS live L kept K").
+ *   pair        with all-to-all on the path, ranks 0 and 1 of a communicator
+ *               of every rank exchange 256 KiB (MPI_Sendrecv), the others do
+ *               not: exact, and the job ends (a window made inside the
+ *               exchange waited for the others).
+ *   mismatch-op, mismatch-type
+ *               with the checks off, rank 0 all-reduces with max (or int32)
+ *               where the others use sum (float), the same count: the job must
+ *               stop at it.
+ *   errors      after a large all-reduce: how many of this rank's windows
+ *               return their errors to the wrapper ("WINDOWS ... returning R").
+ *   late        after a large all-reduce, the last rank sleeps LATE_S seconds
+ *               (the environment's) before MPI_Finalize; the wrapper's wait
+ *               there reports after LATE_REPORT_S and ends the job after
+ *               LATE_LIMIT_S seconds, as initialize() would set them.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -37,9 +54,10 @@
 
 #define FUNCTIONS(X)                                                                                    \
   X(Init_thread) X(Finalize) X(Comm_rank) X(Comm_size) X(Comm_split) X(Comm_free) X(Allreduce)          \
-  X(Type_contiguous) X(Type_vector) X(Type_commit) X(Type_free) X(Op_create) X(Op_free) X(Barrier)
+  X(Type_contiguous) X(Type_vector) X(Type_commit) X(Type_free) X(Op_create) X(Op_free) X(Barrier)      \
+  X(Sendrecv)
 #define CONSTANTS(X)                                                                                    \
-  X(COMM_WORLD) X(FLOAT) X(DOUBLE) X(SUM) X(THREAD_MULTIPLE)
+  X(COMM_WORLD) X(FLOAT) X(DOUBLE) X(INT) X(SUM) X(MAX) X(THREAD_MULTIPLE) X(STATUS_IGNORE)
 
 static struct {
 #define DECLARE_FUNCTION(name) __typeof__(MPIABI_##name) *name;
@@ -245,6 +263,75 @@ static void many(void) {
   result("many", ok, "(eight communicators)");
 }
 
+/* The wrapper's count of the node path's windows this rank belongs to (python_api.c). */
+static void *wrapper;
+static int (*windows_held)(int *live, int *kept, long long *bytes, int *returning);
+static void say_windows(const char *scenario) {
+  int live = -1, kept = -1, returning = -1;
+  long long bytes = -1;
+  if (windows_held) windows_held(&live, &kept, &bytes, &returning);
+  printf("WINDOWS %s rank %d: live %d kept %d bytes %lld returning %d\n", scenario, rank, live, kept, bytes,
+         returning);
+  fflush(stdout);
+}
+
+static void cycles(void) {
+  int ok = 1;
+  for (int k = 0; k < 48; k++) {
+    MPIABI_Comm c = split();
+    ok = ok && allreduce_exact(c, 262144, k);
+    mpi.Comm_free(&c);
+  }
+  result("cycles", ok, "(48 communicators split, used, freed)");
+  say_windows("cycles");
+}
+
+static void pair_exchange(void) {
+  MPIABI_Comm c = split();
+  long n = 65536; /* 256 KiB of floats */
+  int ok = 1;
+  if (rank < 2) {
+    float *x = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * (size_t)n);
+    for (long i = 0; i < n; i++) x[i] = value(rank, i);
+    int peer = 1 - rank;
+    mpi.Sendrecv(x, (int)n, mpi.FLOAT, peer, 7, y, (int)n, mpi.FLOAT, peer, 7, c, mpi.STATUS_IGNORE);
+    for (long i = 0; i < n && ok; i++) ok = y[i] == value(peer, i);
+    free(x);
+    free(y);
+  }
+  mpi.Barrier(mpi.COMM_WORLD);
+  result("pair", ok, rank < 2 ? "(exchanged)" : "(not in the exchange)");
+}
+
+static void mismatch_kind(int by_type) {
+  MPIABI_Comm c = split();
+  long n = 262144;
+  float *x = calloc((size_t)n, sizeof(float)), *y = calloc((size_t)n, sizeof(float));
+  MPIABI_Datatype t = by_type && rank == 0 ? mpi.INT : mpi.FLOAT;
+  MPIABI_Op op = !by_type && rank == 0 ? mpi.MAX : mpi.SUM;
+  mpi.Allreduce(x, y, (int)n, t, op, c); /* erroneous: the operations (or datatypes) differ */
+  printf("RESULT mismatch rank %d: the erroneous call returned\n", rank);
+  fflush(stdout);
+  free(x);
+  free(y);
+}
+
+static void errors(void) {
+  MPIABI_Comm c = split();
+  result("errors", allreduce_exact(c, 262144, 0), NULL);
+  say_windows("errors");
+}
+
+static void late(void) {
+  int (*set_waits)(double, double) = (int (*)(double, double))must(wrapper, "mpic_set_finalize_waits");
+  const char *report = getenv("LATE_REPORT_S"), *limit = getenv("LATE_LIMIT_S");
+  set_waits(report ? atof(report) : 60, limit ? atof(limit) : 0);
+  MPIABI_Comm c = split();
+  result("late", allreduce_exact(c, 262144, 0), NULL);
+  const char *s = getenv("LATE_S");
+  if (rank == size - 1) sleep(s ? (unsigned)atoi(s) : 3);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     printf("usage: node_path_harness WRAPPER.so SCENARIO\n");
@@ -259,6 +346,8 @@ int main(int argc, char **argv) {
   FUNCTIONS(LOAD_FUNCTION)
 #define LOAD_CONSTANT(name) mpi.name = *(__typeof__(MPIABI_##name) *)must(w, "MPIABI_" #name);
   CONSTANTS(LOAD_CONSTANT)
+  wrapper = w;
+  *(void **)&windows_held = dlsym(w, "mpic_node_windows"); /* a wrapper before issue 65 has none */
   int provided;
   mpi.Init_thread(&argc, &argv, mpi.THREAD_MULTIPLE, &provided);
   mpi.Comm_rank(mpi.COMM_WORLD, &rank);
@@ -270,6 +359,12 @@ int main(int argc, char **argv) {
   else if (!strcmp(s, "threads")) threads();
   else if (!strcmp(s, "many")) many();
   else if (!strcmp(s, "windows-at-once")) windows_at_once();
+  else if (!strcmp(s, "cycles")) cycles();
+  else if (!strcmp(s, "pair")) pair_exchange();
+  else if (!strcmp(s, "mismatch-op")) mismatch_kind(0);
+  else if (!strcmp(s, "mismatch-type")) mismatch_kind(1);
+  else if (!strcmp(s, "errors")) errors();
+  else if (!strcmp(s, "late")) late();
   else {
     printf("FAIL unknown scenario %s\n", s);
     return 2;

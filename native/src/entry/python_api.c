@@ -12,6 +12,7 @@
 #include "flight.h"
 #include "launcher_abort.h"
 #include "library.h"
+#include "node.h"
 #include "loader.h"
 #include "phases.h"
 #include "settings.h"
@@ -56,6 +57,17 @@ MPIABI_EXPORT int mpic_set_node_path(int mode, int collectives, int min_bytes, i
   return 0;
 }
 MPIABI_EXPORT int mpic_callers_moved(void) { return mpic_caller_cpus_moved(); }
+
+/* initialize(): MPI_COLLECTIVES_STALL_REPORT and _TIMEOUT for the wait at MPI_Finalize (node.h). */
+MPIABI_EXPORT int mpic_set_finalize_waits(double report_s, double limit_s) {
+  return mpic_node_set_finalize_waits(report_s, limit_s);
+}
+
+/* The node path's windows this rank belongs to (node.h): for the harness and diagnostics. */
+MPIABI_EXPORT int mpic_node_windows(int *live, int *kept, long long *bytes, int *returning) {
+  mpic_node_windows_held(live, kept, bytes, returning);
+  return 0;
+}
 
 /* Ends the job with the caller's line (end_job.c); never returns. */
 MPIABI_EXPORT int mpic_end_job(const char *line) { mpic_end_job_line(line); }

@@ -53,7 +53,8 @@ int mpic_dispatch(struct mpic_record *r, const struct mpic_call *c, const struct
       return 0;
     }
   }
-  int ret = r && mpic_node_takes(r, call, args) ? mpic_node_run(r, call, args) : call(args);
+  struct mpic_node_plan plan;
+  int ret = r && mpic_node_takes(r, call, args, &plan) ? mpic_node_run(&plan, call, args) : call(args);
   if (ret != 0) mpic_call_failed(function, ret);
   mpic_hold_if_ending();
   mpic_flight_end(ticket);

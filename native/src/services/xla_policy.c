@@ -15,6 +15,7 @@
 #include "end_job.h"
 #include "flight.h"
 #include "log.h"
+#include "node.h"
 #include "settings.h"
 #include "signature.h"
 #include "split_plan.h"
@@ -54,6 +55,22 @@ int mpic_xla_is_thread_main(int *flag) {
  * new device group, on first use: color is the global id of the group's
  * first device, key the device's position in the group. */
 static int splits_running = 0;
+
+/* In the communicator XLA meant to get, the new rank is the key. */
+static void check_new(MPIABI_Comm newcomm, int rank, int color, int key) {
+  int newrank = -1, newsize = 0;
+  mpic_next_Comm_rank(newcomm, &newrank);
+  mpic_next_Comm_size(newcomm, &newsize);
+  mpic_log(2, "MPI_Comm_split(color=%d, key=%d) -> rank %d of %d", color, key, newrank, newsize);
+  if (key >= 0 && newrank != key) {
+    mpic_fatal("rank %d: MPI_Comm_split(color=%d, key=%d) gave rank %d of %d, so the ranks created "
+               "XLA's device-group communicators in different orders and this one would be wrong. "
+               "Fix: run the same jitted programs in the same order on every process (every process "
+               "must take part in every collective), or set MPI_COLLECTIVES_CHECK_SPLITS=0 if this "
+               "split does not come from XLA",
+               rank, color, key, newrank, newsize);
+  }
+}
 
 int mpic_xla_split(MPIABI_Comm comm, int color, int key, MPIABI_Comm *newcomm) {
   int check = mpic_settings.check_splits;
@@ -112,20 +129,9 @@ int mpic_xla_split(MPIABI_Comm comm, int color, int key, MPIABI_Comm *newcomm) {
   if (check) __atomic_fetch_sub(&splits_running, 1, __ATOMIC_SEQ_CST);
   if (ret != 0 || *newcomm == MPIABI_COMM_NULL) return ret;
   /* whatever the checks: the flight record and the failure's sentence need it */
-  mpic_record_add(*newcomm, id);
-  if (!check) return ret;
-  int newrank = -1, newsize = 0;
-  mpic_next_Comm_rank(*newcomm, &newrank);
-  mpic_next_Comm_size(*newcomm, &newsize);
-  mpic_log(2, "MPI_Comm_split(color=%d, key=%d) -> rank %d of %d", color, key, newrank, newsize);
-  /* In the communicator XLA meant to get, the new rank is the key. */
-  if (key >= 0 && newrank != key) {
-    mpic_fatal("rank %d: MPI_Comm_split(color=%d, key=%d) gave rank %d of %d, so the ranks created "
-               "XLA's device-group communicators in different orders and this one would be wrong. "
-               "Fix: run the same jitted programs in the same order on every process (every process "
-               "must take part in every collective), or set MPI_COLLECTIVES_CHECK_SPLITS=0 if this "
-               "split does not come from XLA",
-               rank, color, key, newrank, newsize);
-  }
+  struct mpic_record *r = mpic_record_add(*newcomm, id);
+  if (check) check_new(*newcomm, rank, color, key);
+  if (r) mpic_node_created(r); /* every member is here, the split checked */
   return ret;
 }
+

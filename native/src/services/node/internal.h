@@ -7,7 +7,8 @@
 #include "comm_record.h"
 #include "library_calls.h"
 
-/* Each rank's share of a window: a page of stamps (turns.c), two halves of
+/* Each rank's share of a window: a page of stamps (turns.c) and of its
+ * arrival at MPI_Finalize (finalize.c), two halves of
  * MPIC_NODE_CHUNK bytes used in turn by the collectives' chunks, then a slot
  * of MPIC_NODE_CHUNK for the exchanges of an all-to-all (exchange.c), kept
  * apart because an exchange involves two ranks only, while a rank may still
@@ -16,6 +17,7 @@
 #define MPIC_NODE_STAMPS 4096
 #define MPIC_NODE_SHARE (MPIC_NODE_STAMPS + 3 * MPIC_NODE_CHUNK)
 #define MPIC_NODE_SLOT (MPIC_NODE_STAMPS + 2 * MPIC_NODE_CHUNK)
+#define MPIC_NODE_FINAL_AT 128 /* in the page, past the two stamps' cache lines */
 
 /* A window: one per communicator that the path took a call on. */
 struct mpic_node {
@@ -31,7 +33,7 @@ struct mpic_node {
   unsigned long turn; /* chunks so far: which half is next (turns.c) */
   /* the call running now, which every chunk's stamp names (turns.c) */
   uint64_t calls;
-  int kind;
+  uint64_t sig;          /* signature.h: kind, operation, datatype */
   int64_t count;
   uint64_t shape;        /* a reduce-scatter's parts, hashed: ranks may agree on the total alone */
   int busy;              /* a caller is inside (turns.c: one at a time) */
@@ -41,8 +43,32 @@ struct mpic_node {
 };
 
 /* window.c: r's window made, or r left to the library for good (both
- * agreed over r's members); returns r->node or NULL. */
+ * agreed over r's members); returns the window or NULL. Only inside a call
+ * every member of r makes. */
 struct mpic_node *mpic_node_attach(struct mpic_record *r);
+/* r's window, once attached (NULL otherwise); safe beside mpic_node_forget. */
+struct mpic_node *mpic_node_of(struct mpic_record *r);
+
+/* touch.c: every byte of a share written once under a SIGBUS guard: 1, or 0
+ * where the window's file ran out of room. */
+int mpic_node_touch(char *share, size_t bytes);
+
+/* finalize.c: every window made, from its making to its free.
+ * The order a new window proposes for MPI_Finalize (agreed as the highest
+ * over its ranks, window.c), then the window kept on the list. */
+int64_t mpic_node_order_proposal(void);
+void mpic_node_keep(struct mpic_node *n);
+/* Inside a call every member of r makes, before r's window is made: the
+ * windows of freed communicators whose ranks are all r's members, and all
+ * of which forgot them, freed (agreed over r's members). */
+void mpic_node_reclaim(struct mpic_record *r);
+/* The windows this rank belongs to: of live communicators, of freed ones
+ * (not reclaimed yet), and the shared memory they hold on the node. */
+struct mpic_node_census {
+  int live, kept;
+  long long bytes;
+};
+struct mpic_node_census mpic_node_count(void);
 
 /* across.c: for a communicator that spans nodes, the communicator of the
  * ranks at this rank's place on the other nodes, where every node holds as
@@ -52,7 +78,9 @@ int mpic_node_composed_allreduce(struct mpic_node *n, struct mpic_allreduce_args
 
 /* turns.c: one caller at a time; a call's chunks, each stamped with the
  * call, and published to the other ranks (fences and a barrier). */
-void mpic_turns_enter(struct mpic_node *n, int kind, int64_t count, uint64_t shape);
+void mpic_turns_enter(struct mpic_node *n, uint64_t sig, int64_t count, uint64_t shape);
+/* The sentence for a second caller on one communicator (one for the whole path). */
+__attribute__((noreturn)) void mpic_node_two_threads(int world_rank, int record_id);
 void mpic_turns_leave(struct mpic_node *n);
 /* The next chunk (index `chunk` of the call): the half of every share it
  * uses, this rank's stamp written into it. */
@@ -65,7 +93,7 @@ void mpic_turn_publish(struct mpic_node *n, size_t half);
 void mpic_turn_sync(struct mpic_node *n);
 /* Fences alone, around a synchronisation the caller makes (exchange.c's messages). */
 void mpic_turn_fence(struct mpic_node *n);
-/* MPI_Reduce_local on count elements; the library's arithmetic. */
+/* pieces.c: MPI_Reduce_local on count elements; the library's arithmetic. */
 void mpic_node_reduce_local(const void *in, void *inout, int64_t count, MPIABI_Datatype type, MPIABI_Op op);
 /* Of a part of `count` elements, how many from element `first` on fit in `most`. */
 static inline int64_t mpic_node_piece(int64_t count, int64_t first, int64_t most) {

@@ -10,32 +10,54 @@
  * cover a rank waiting here as they cover one waiting in the library. The
  * folder, as Open MPI's coll/xhc is laid out:
  *   policy.c        whether the path takes a call (the one place that decides)
- *   window.c        a communicator's window: made at the first call taken,
- *                   room checked, freed at MPI_Finalize in one order
+ *   window.c        a communicator's window: made at the first collective
+ *                   taken (or its creation, for all-to-all), room checked
+ *   touch.c         a share's pages touched under a SIGBUS guard
+ *   finalize.c      every window's list: the order of their frees, freed
+ *                   communicators' windows freed where all ranks agree,
+ *                   and MPI_Finalize's frees, a long wait named
  *   across.c        a communicator over several nodes: the composed all-reduce
  *   turns.c         the chunks' turns, stamps and fences: the only file that
  *                   knows the memory model
+ *   pieces.c        the library's arithmetic on a piece, a call's parts
  *   allreduce.c, gather.c, reduce_scatter.c, exchange.c: one per collective */
 #ifndef MPI_COLLECTIVES_NODE_H
 #define MPI_COLLECTIVES_NODE_H
 
 #include "comm_record.h"
+#include <stdint.h>
 #include "library_calls.h"
 
+/* A communicator XLA has just created (every member is at its creation):
+ * where all-to-all is on the path, its window is made now, since an
+ * all-to-all's point-to-point calls never make one. */
+void mpic_node_created(struct mpic_record *r);
+
+/* A call the path takes, as measured once (policy.c): its window, element
+ * size, signature (signature.h), count and reduce-scatter shape. */
+struct mpic_node_plan {
+  struct mpic_node *node;
+  int esize;
+  uint64_t sig;
+  int64_t count;
+  uint64_t shape;
+};
 /* Whether the path takes `call` (one of library_calls.h's) with args on r:
  * the settings, the datatype and operation (predefined, contiguous,
- * commutative), the size. The first call it takes on r makes r's window,
- * collectively over r's members (every member is at the same call: the
- * dispatcher asks after the agreement check); where the window cannot be had
- * r keeps the library's for good, with one line. */
-int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *args);
-/* The call through r's window (mpic_node_takes said yes): returns 0, or the
+ * commutative), the size; yes fills plan. The first collective it takes on r
+ * makes r's window, collectively over r's members (every member is at the
+ * same call: the dispatcher asks after the agreement check); a point-to-point
+ * call (an all-to-all's exchange) never makes one. Where the window cannot be
+ * had r keeps the library's for good, with one line. */
+int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *args, struct mpic_node_plan *plan);
+/* The call through its window (mpic_node_takes said yes): returns 0, or the
  * library's error code from the one library call the path may make (the
  * all-reduce between nodes); anything else ends the job. */
-int mpic_node_run(struct mpic_record *r, mpic_library_call call, void *args);
+int mpic_node_run(const struct mpic_node_plan *plan, mpic_library_call call, void *args);
 
 /* r's communicator is about to be freed: r forgets its window, which stays
- * until mpic_node_finalize. No MPI call: MPI_Win_free synchronises the
+ * until a later window's making frees it where all its ranks agree, or
+ * mpic_node_finalize. No MPI call here: MPI_Win_free synchronises the
  * window's ranks (MPI-3.1 11.2.5), MPI_Comm_free does not, and XLA frees its
  * communicators in an order of its own on each rank (jax 0.4's hash-map
  * order), so a free that waited could hang. */
@@ -43,5 +65,16 @@ void mpic_node_forget(struct mpic_record *r);
 /* Before MPI_Finalize: every window freed, in the one order every rank
  * agreed when they were made, so that none is left to the library. */
 void mpic_node_finalize(void);
+
+/* The seconds after which a rank waiting at MPI_Finalize for a window's
+ * ranks names those not there (repeated at doubling intervals), and after
+ * which it ends the job (0: never): initialize()'s stall report and limit;
+ * 60 and 0 until it gives them. Returns 1 for a negative value. */
+int mpic_node_set_finalize_waits(double report_s, double limit_s);
+/* The windows this rank belongs to: of live communicators, of freed ones
+ * not freed yet, the node's shared memory they hold, and how many return
+ * their errors to the wrapper (MPI_ERRORS_RETURN): for the harness
+ * (tests/programs/node_path_harness.c) and diagnostics. */
+void mpic_node_windows_held(int *live, int *kept, long long *bytes, int *returning);
 
 #endif

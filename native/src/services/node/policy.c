@@ -8,10 +8,6 @@
 #include "settings.h"
 #include "signature.h"
 
-/* Intel MPI's own shared-memory all-reduce is within 1.2-1.5x of the copy
- * floor on a 16-core node (issue 55's measurements), and on a 2-core VM it
- * was faster than this path at 1 MiB and from 64 MiB: MPI_COLLECTIVES_NODE_PATH=2
- * (the default) leaves it its own. */
 static int library_is_intel(void) {
   static int known = -1;
   if (known < 0) {
@@ -91,7 +87,32 @@ static int computes_right(const struct measure *m) {
   return esize;
 }
 
-int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *args) {
+/* Whether the path may run on r at all: the setting, two ranks or more, and not Intel MPI by default.
+ * Intel MPI's own shared-memory all-reduce is within 1.2-1.5x of the copy floor on a 16-core node
+ * (issue 55's measurements), and on a 2-core VM it was faster than this path at 1 MiB and from 64 MiB:
+ * MPI_COLLECTIVES_NODE_PATH=2 (the default) leaves it its own. */
+static int allowed(struct mpic_record *r) {
+  if (!mpic_settings.node_path || r->size < 2 || __atomic_load_n(&r->node_state, __ATOMIC_ACQUIRE) == MPIC_NODE_LIBRARY)
+    return 0;
+  if (mpic_settings.node_path == 2 && library_is_intel()) {
+    if (__atomic_exchange_n(&r->node_state, MPIC_NODE_LIBRARY, __ATOMIC_ACQ_REL) != MPIC_NODE_LIBRARY)
+      mpic_log(2, "communicator %d: Intel MPI's own collectives (MPI_COLLECTIVES_NODE_PATH=1 takes the node path)",
+               r->id);
+    return 0;
+  }
+  return 1;
+}
+
+void mpic_node_created(struct mpic_record *r) {
+  /* An all-to-all is point-to-point calls only (one MPI_Sendrecv with each peer), which some members of a
+   * communicator may not make (a program's own exchange between two of them): a window, made collectively,
+   * is never made inside one. Where all-to-all is on the path, the communicator's creation, which every
+   * member makes, makes it. */
+  if ((mpic_settings.node_path_collectives & MPIC_NODE_PATH_COLLECTIVES_ALL_TO_ALL) && allowed(r))
+    mpic_node_attach(r);
+}
+
+int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *args, struct mpic_node_plan *plan) {
   /* the cheap questions first: most calls stop at them */
   if (!mpic_settings.node_path || r->size < 2 ||
       __atomic_load_n(&r->node_state, __ATOMIC_ACQUIRE) == MPIC_NODE_LIBRARY)
@@ -106,25 +127,23 @@ int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *a
   int64_t bytes = (int64_t)esize * m.count;
   if (bytes < mpic_settings.node_path_min || (mpic_settings.node_path_max && bytes > mpic_settings.node_path_max))
     return 0;
-  if (mpic_settings.node_path == 2 && library_is_intel()) {
-    if (__atomic_exchange_n(&r->node_state, MPIC_NODE_LIBRARY, __ATOMIC_ACQ_REL) != MPIC_NODE_LIBRARY)
-      mpic_log(2, "communicator %d: Intel MPI's own collectives (MPI_COLLECTIVES_NODE_PATH=1 takes the node path)",
-               r->id);
-    return 0;
-  }
-  /* every member is at this call (after the agreement check): the window is made here, the first time */
-  struct mpic_node *n = r->node ? r->node : mpic_node_attach(r);
+  if (!allowed(r)) return 0;
+  /* A point-to-point call uses a window made before (mpic_node_created), never makes one; a collective is
+   * made by every member, all at this call (after the agreement check): the window is made here, the
+   * first time. */
+  struct mpic_node *n = call == mpic_call_sendrecv ? mpic_node_of(r) : mpic_node_attach(r);
   if (!n) return 0;
   /* over several nodes, the all-reduce alone is composed */
-  return n->across == MPIABI_COMM_NULL || m.collective == MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE;
+  if (n->across != MPIABI_COMM_NULL && m.collective != MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE) return 0;
+  struct mpic_call c = {m.kind, m.count, m.type, m.op};
+  *plan = (struct mpic_node_plan){n, esize, mpic_signature(&c), m.count, m.shape};
+  return 1;
 }
 
-int mpic_node_run(struct mpic_record *r, mpic_library_call call, void *args) {
-  struct mpic_node *n = r->node;
-  struct measure m;
-  measure_of(r, call, args, &m);
-  int esize = computes_right(&m), ret = 0;
-  mpic_turns_enter(n, m.kind, m.count, m.shape);
+int mpic_node_run(const struct mpic_node_plan *plan, mpic_library_call call, void *args) {
+  struct mpic_node *n = plan->node;
+  int esize = plan->esize, ret = 0;
+  mpic_turns_enter(n, plan->sig, plan->count, plan->shape);
   if (call == mpic_call_allreduce) ret = mpic_node_allreduce(n, args, esize);
   else if (call == mpic_call_allgather) ret = mpic_node_allgather(n, args, esize);
   else if (call == mpic_call_reduce_scatter) ret = mpic_node_reduce_scatter(n, args, esize);

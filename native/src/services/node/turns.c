@@ -4,7 +4,7 @@
  * A chunk uses one of the two halves of every rank's share, in turn: a half
  * is written again two chunks later, only after a barrier that every rank
  * enters after its last reading of it. Each rank writes a stamp with its
- * chunk (the call's number on the window, the chunk's index, the kind, the
+ * chunk (the call's number on the window, the chunk's index, its signature, the
  * count, the shape) and, once the chunk is published, reads every peer's:
  * ranks that disagree about a call (the agreement check off and counts that
  * differ, a permuted reduce-scatter, another collective) stop at its first
@@ -19,17 +19,21 @@
  * shared window), and the window is in the unified model (window.c checks).
  * A rank waits in MPI_Barrier, where the stall report, the peer watch and
  * SIGTERM find it. */
-#include <stdlib.h>
+#include <stdio.h>
 #include "call_failed.h"
 #include "end_job.h"
 #include "internal.h"
 #include "signature.h"
 
+/* What a chunk's stamp names: the call's number on the window, the chunk's
+ * index, the call's signature (signature.h: its kind, operation, datatype;
+ * the count alone is not enough: sum against max, or float against int32,
+ * with the same count would otherwise pair up), its exact count, and the
+ * shape of a reduce-scatter's parts. */
 struct stamp {
   uint64_t call;
   int64_t chunk, count;
-  uint64_t shape;
-  int kind;
+  uint64_t shape, sig;
 };
 #define STAMP_STRIDE 64 /* a cache line each: the two halves' stamps never share one */
 
@@ -37,14 +41,17 @@ static struct stamp *stamp_of(const struct mpic_node *n, int q, size_t half) {
   return (struct stamp *)(n->shares[q] + (half == MPIC_NODE_STAMPS ? 0 : STAMP_STRIDE));
 }
 
-void mpic_turns_enter(struct mpic_node *n, int kind, int64_t count, uint64_t shape) {
-  if (__atomic_exchange_n(&n->busy, 1, __ATOMIC_ACQUIRE))
-    mpic_fatal("rank %d: a collective started on communicator %d while its previous one was still running in the "
-               "node path (collectives dispatched from two threads at once). No result was returned. Fix: dispatch "
-               "collectives from one thread",
-               n->world[n->rank], n->record_id);
+void mpic_node_two_threads(int world_rank, int record_id) {
+  mpic_fatal("rank %d: a collective started on communicator %d while its previous one was still running in the "
+             "node path (collectives dispatched from two threads at once). No result was returned. Fix: dispatch "
+             "collectives from one thread",
+             world_rank, record_id);
+}
+
+void mpic_turns_enter(struct mpic_node *n, uint64_t sig, int64_t count, uint64_t shape) {
+  if (__atomic_exchange_n(&n->busy, 1, __ATOMIC_ACQUIRE)) mpic_node_two_threads(n->world[n->rank], n->record_id);
   n->calls++;
-  n->kind = kind;
+  n->sig = sig;
   n->count = count;
   n->shape = shape;
 }
@@ -65,16 +72,23 @@ void mpic_turn_sync(struct mpic_node *n) {
 
 size_t mpic_turn_begin(struct mpic_node *n, int64_t chunk) {
   size_t half = MPIC_NODE_STAMPS + (n->turn++ & 1) * MPIC_NODE_CHUNK;
-  *stamp_of(n, n->rank, half) = (struct stamp){n->calls, chunk, n->count, n->shape, n->kind};
+  *stamp_of(n, n->rank, half) = (struct stamp){n->calls, chunk, n->count, n->shape, n->sig};
   return half;
 }
 
 static int same(const struct stamp *a, const struct stamp *b) {
   return a->call == b->call && a->chunk == b->chunk && a->count == b->count && a->shape == b->shape &&
-         a->kind == b->kind;
+         a->sig == b->sig;
 }
 
-static const char *kind_name(int kind) { return kind > 0 && kind < MPIC_SPLIT ? mpic_kind_names[kind] : "?"; }
+/* "all-reduce #3 (sum of 262144 f32)" */
+static void words(const struct stamp *s, char *out, size_t len) {
+  const char *kind, *op, *type;
+  long long ignored;
+  mpic_signature_words(s->sig, &kind, &op, &type, &ignored);
+  snprintf(out, len, "%s #%llu (%s%s%lld %s)", kind, (unsigned long long)s->call, op, *op ? " of " : "",
+           (long long)s->count, type);
+}
 
 void mpic_turn_publish(struct mpic_node *n, size_t half) {
   mpic_turn_sync(n);
@@ -82,29 +96,14 @@ void mpic_turn_publish(struct mpic_node *n, size_t half) {
   for (int q = 0; q < n->size; q++) {
     const struct stamp *theirs = stamp_of(n, q, half);
     if (q == n->rank || same(theirs, mine)) continue;
-    mpic_fatal("rank %d: the ranks called different collectives on communicator %d: this rank's %s #%llu of %lld "
-               "elements met rank %d's %s #%llu of %lld elements%s in the node path (chunk %lld). No result was "
-               "returned. Fix: make every rank run the same collectives with the same shapes, from one thread "
-               "(MPI_COLLECTIVES_CHECK_COLLECTIVES=1, the default, names such a call before it starts)",
-               n->world[n->rank], n->record_id, kind_name(mine->kind), (unsigned long long)mine->call,
-               (long long)mine->count, n->world[q], kind_name(theirs->kind), (unsigned long long)theirs->call,
-               (long long)theirs->count, theirs->shape != mine->shape ? " in parts of other sizes" : "",
-               (long long)mine->chunk);
+    char a[160], b[160];
+    words(mine, a, sizeof a);
+    words(theirs, b, sizeof b);
+    mpic_fatal("rank %d: the ranks called different collectives on communicator %d: this rank's %s met rank %d's "
+               "%s%s in the node path (chunk %lld). No result was returned. Fix: make every rank run the same "
+               "collectives with the same shapes, from one thread (MPI_COLLECTIVES_CHECK_COLLECTIVES=1, the "
+               "default, names such a call before it starts)",
+               n->world[n->rank], n->record_id, a, n->world[q], b,
+               theirs->shape != mine->shape ? " in parts of other sizes" : "", (long long)mine->chunk);
   }
-}
-
-void mpic_node_reduce_local(const void *in, void *inout, int64_t count, MPIABI_Datatype type, MPIABI_Op op) {
-  if (count <= 0) return;
-  int ret = mpic_next_Reduce_local(in, inout, (int)count, type, op);
-  if (ret != 0) mpic_call_failed("MPI_Reduce_local (the node path's)", ret);
-}
-
-/* Not the library's call on failure: the other ranks are already in the window's. */
-int64_t *mpic_node_parts(int64_t P, const char *what) {
-  int64_t *t = calloc((size_t)(2 * P), sizeof *t);
-  if (!t)
-    mpic_fatal("rank %d: out of memory in %s through the node path. Fix: give the job more memory, or "
-               "MPI_COLLECTIVES_NODE_PATH=0",
-               mpic_record_world_rank(), what);
-  return t;
 }

@@ -1,16 +1,17 @@
-/* A communicator's window (node.h, internal.h): made at the first call the
- * path takes on it, never at the communicator's creation, so a communicator
- * that only carries small collectives costs no shared memory and no
- * collective of its own; freed at MPI_Finalize only.
+/* A communicator's window (node.h, internal.h): made inside a call every
+ * member of the communicator makes (its first collective the path takes, or,
+ * where all-to-all is on the path, its creation: an all-to-all is only
+ * point-to-point calls, which some members may not make), never at a
+ * point-to-point call; freed where every rank of it agrees (finalize.c).
  *
  * Every decision here is agreed over the communicator's members, every
  * node's ranks (one MPI_Allreduce of a few ints): all of them use a window,
  * or none does. Errors of the library's calls end the job with their words;
  * none is swallowed, since a rank that went on alone would wait in a
- * different call from its peers. */
-#include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
+ * different call from its peers. The steps, in order: the node's part
+ * (node_part), the room (room_everywhere), the allocation (allocate), the
+ * shares mapped (map_shares) and touched (touch.c), every rank's answers
+ * agreed (one all-reduce), then the window kept (keep) or given up (give_up). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,6 @@
 #include "log.h"
 #include "node.h"
 #include "settings.h"
-
-static struct mpic_node *windows = NULL; /* every window made, live or forgotten */
-static int64_t made = 0;                 /* the highest order this process has seen (mpic_node_finalize) */
-static pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void mpic_node_words(int code, char *out, int len) {
   int n = 0;
@@ -37,74 +34,18 @@ static void must(int ret, const char *function) {
   if (ret != 0) mpic_call_failed(function, ret);
 }
 
-/* Whether the node's shared-memory filesystem has room for the window twice
- * over: the first look, before the window is made. A node without /dev/shm
- * says nothing: the library keeps its windows elsewhere, and the touch below
- * is the real test. */
-static int room_for(size_t bytes, char *why, size_t len) {
+static __attribute__((noreturn)) void out_of_memory(const struct mpic_record *r) {
+  mpic_fatal("rank %d: out of memory making the node path's window of communicator %d. Fix: give the job more "
+             "memory, or MPI_COLLECTIVES_NODE_PATH=0",
+             mpic_record_world_rank(), r->id);
+}
+
+static unsigned long long shm_free(void) {
   struct statvfs fs;
-  if (statvfs("/dev/shm", &fs) != 0) return 1;
-  unsigned long long free_bytes = (unsigned long long)fs.f_bavail * fs.f_frsize;
-  if (free_bytes >= 2ULL * bytes) return 1;
-  snprintf(why, len, "/dev/shm has %llu KiB free, and the window needs %zu KiB", free_bytes / 1024, bytes / 1024);
-  return 0;
+  return statvfs("/dev/shm", &fs) == 0 ? (unsigned long long)fs.f_bavail * fs.f_frsize : 0;
 }
 
-/* ---- touching this rank's share under a SIGBUS guard ----
- * MPICH and Open MPI map a window's file (in /dev/shm, or Open MPI's
- * osc_sm_backing_directory) and its pages are made when first touched:
- * where the filesystem is full then (a container's 64 MiB /dev/shm, or the
- * windows of other communicators touched since their own look at the room),
- * the rank dies of SIGBUS in a copy. So each rank touches its whole share
- * once, here, where a SIGBUS is caught and becomes an answer; the pages then
- * count as used for every later look at the room. */
-static __thread sigjmp_buf *touching; /* this thread's guard, while it touches */
-static struct sigaction before;       /* the handler that was there (Python's faulthandler, or none) */
-static pthread_mutex_t touch_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void on_sigbus(int sig, siginfo_t *info, void *context) {
-  if (touching) siglongjmp(*touching, 1);
-  /* another thread's SIGBUS: what was there before takes it */
-  if (before.sa_flags & SA_SIGINFO) {
-    before.sa_sigaction(sig, info, context);
-  } else if (before.sa_handler != SIG_IGN && before.sa_handler != SIG_DFL) {
-    before.sa_handler(sig);
-  } else {
-    signal(SIGBUS, SIG_DFL);
-    raise(SIGBUS);
-  }
-}
-
-static int touch(char *share, size_t bytes) {
-  struct sigaction guard;
-  memset(&guard, 0, sizeof guard);
-  guard.sa_sigaction = on_sigbus;
-  guard.sa_flags = SA_SIGINFO | SA_NODEFER;
-  sigemptyset(&guard.sa_mask);
-  sigjmp_buf here;
-  volatile int ok = 0;
-  pthread_mutex_lock(&touch_lock);
-  sigaction(SIGBUS, &guard, &before);
-  if (!sigsetjmp(here, 1)) {
-    touching = &here;
-    memset(share, 0, bytes);
-    ok = 1;
-  }
-  touching = NULL;
-  sigaction(SIGBUS, &before, NULL);
-  pthread_mutex_unlock(&touch_lock);
-  return ok;
-}
-
-/* Whether the window's loads and stores are seen by the other ranks once
- * synchronised (MPI's unified memory model): the path's only model. */
-static int unified(MPIABI_Win win) {
-  void *value = NULL;
-  int flag = 0;
-  return mpic_next_Win_get_attr(win, MPIABI_WIN_MODEL, &value, &flag) == 0 && flag && value &&
-         *(int *)value == MPIABI_WIN_UNIFIED;
-}
-
+/* ---- the sentences ---- */
 static void say_attached(const struct mpic_record *r, const struct mpic_node *n) {
   char which[128] = "";
   for (int i = 0; mpic_node_path_collectives_words[i]; i++)
@@ -125,101 +66,123 @@ static void say_attached(const struct mpic_record *r, const struct mpic_node *n)
              mpic_settings.node_path_min, MPIC_NODE_SHARE / 1024, mpic_settings.node_path_max);
 }
 
+/* No room: the cause named. Where this rank's other windows hold much of /dev/shm, they are the cause
+ * (a program that keeps many communicators: meshes, sub-meshes), not the filesystem's size. */
 static void no_room(const struct mpic_record *r, const char *why) {
-  mpic_log(0, "rank %d: no room for the node path of communicator %d (%s); its collectives use the MPI library's "
-              "own. Fix: a larger /dev/shm (docker run --shm-size), or MPI_COLLECTIVES_NODE_PATH=0 to leave it off",
-           mpic_record_world_rank(), r->id, why);
+  struct mpic_node_census c = mpic_node_count();
+  char held[256] = "";
+  if (c.live + c.kept)
+    snprintf(held, sizeof held, "; this rank's %d other windows hold %lld MiB of the node's shared memory: %d of "
+                                "live communicators, %d of freed ones a rank has not freed yet",
+             c.live + c.kept, c.bytes >> 20, c.live, c.kept);
+  mpic_log(0, "rank %d: no room for the node path of communicator %d (%s%s); its collectives use the MPI library's "
+              "own. Fix: %sa larger /dev/shm (docker run --shm-size), or MPI_COLLECTIVES_NODE_PATH=0 to leave it off",
+           mpic_record_world_rank(), r->id, why, held,
+           c.live + c.kept ? "free the communicators (meshes) the program no longer uses, " : "");
+}
+
+/* ---- the steps ---- */
+
+/* The communicator's ranks on this node (shm, its size and this rank's place there) and, over several
+ * nodes, the communicator across them; 0 where the path does not apply (nodes of unequal parts, or
+ * across nodes not asked for). The same answer on every member. */
+static int node_part(struct mpic_record *r, MPIABI_Comm *shm, int *size, int *rank, MPIABI_Comm *across) {
+  *shm = *across = MPIABI_COMM_NULL;
+  must(mpic_next_Comm_split_type(r->comm, MPIABI_COMM_TYPE_SHARED, r->rank, MPIABI_INFO_NULL, shm),
+       "MPI_Comm_split_type (the node path's)");
+  mpic_next_Comm_set_errhandler(*shm, MPIABI_ERRORS_RETURN);
+  must(mpic_next_Comm_size(*shm, size), "MPI_Comm_size (the node path's)");
+  must(mpic_next_Comm_rank(*shm, rank), "MPI_Comm_rank (the node path's)");
+  if (*size == r->size) return 1;
+  /* Ranks on several nodes: each node's part sees fewer ranks than the communicator has, on every node
+   * alike, so every member decides the same. */
+  if (mpic_settings.node_path_across_nodes) *across = mpic_node_across(r, *size, *rank);
+  if (*across != MPIABI_COMM_NULL) return 1;
+  mpic_next_Comm_free(shm);
+  mpic_log(2, "communicator %d: its %d ranks span nodes: the MPI library's own collectives%s", r->id, r->size,
+           mpic_settings.node_path_across_nodes ? "" : " (MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1 composes "
+                                                       "its all-reduces with each node's window)");
+  return 0;
+}
+
+/* Whether every node's /dev/shm has room for the window twice over (the first look, before the window is
+ * made; a node without /dev/shm says yes: the library keeps its windows elsewhere, and the touch is the
+ * real test). Agreed over r's members; the line from rank 0. */
+static int room_everywhere(const struct mpic_record *r, size_t bytes) {
+  char why[256] = "";
+  struct statvfs fs;
+  int room = 1, everywhere = 0;
+  if (statvfs("/dev/shm", &fs) == 0 && shm_free() < 2ULL * bytes) {
+    room = 0;
+    snprintf(why, sizeof why, "/dev/shm has %llu KiB free, and the window needs %zu KiB", shm_free() / 1024,
+             bytes / 1024);
+  }
+  must(mpic_next_Allreduce(&room, &everywhere, 1, MPIABI_INT, MPIABI_MIN, r->comm), "MPI_Allreduce (the node path's)");
+  if (!everywhere && r->rank == 0) no_room(r, room ? "another rank's /dev/shm is short" : why);
+  return everywhere;
+}
+
+/* The window, its memory not spread over NUMA pages of one rank (alloc_shared_noncontig): 0, or the
+ * library's error code with its words in why. */
+static int allocate(MPIABI_Comm shm, MPIABI_Win *win, char *why, int len) {
+  MPIABI_Info info = MPIABI_INFO_NULL;
+  if (mpic_next_Info_create(&info) == 0) mpic_next_Info_set(info, "alloc_shared_noncontig", "true");
+  void *base = NULL;
+  *win = MPIABI_WIN_NULL;
+  int ret = mpic_next_Win_allocate_shared((MPIABI_Aint)MPIC_NODE_SHARE, 1, info, shm, &base, win);
+  if (info != MPIABI_INFO_NULL) mpic_next_Info_free(&info);
+  if (ret != 0) mpic_node_words(ret, why, len);
+  else mpic_next_Win_set_errhandler(*win, MPIABI_ERRORS_RETURN); /* our sentences, not the library's abort */
+  return ret;
+}
+
+/* Where each rank's share lies in this process. */
+static char **map_shares(const struct mpic_record *r, MPIABI_Win win, int size) {
+  char **shares = calloc((size_t)size, sizeof *shares);
+  if (!shares) out_of_memory(r);
+  for (int q = 0; q < size; q++) {
+    MPIABI_Aint bytes = 0;
+    int unit = 0;
+    int ret = mpic_next_Win_shared_query(win, q, &bytes, &unit, &shares[q]);
+    if (ret != 0) mpic_call_failed("MPI_Win_shared_query (the node path's)", ret);
+    if (bytes < MPIC_NODE_SHARE)
+      mpic_fatal("rank %d: the node path's shared window of communicator %d gave rank %d %lld bytes where %d were "
+                 "asked. Fix: MPI_COLLECTIVES_NODE_PATH=0",
+                 mpic_record_world_rank(), r->id, q, (long long)bytes, MPIC_NODE_SHARE);
+  }
+  return shares;
+}
+
+/* Whether the window's loads and stores are seen by the other ranks once synchronised (MPI's unified
+ * memory model): the path's only model. */
+static int unified(MPIABI_Win win) {
+  void *value = NULL;
+  int flag = 0;
+  return mpic_next_Win_get_attr(win, MPIABI_WIN_MODEL, &value, &flag) == 0 && flag && value &&
+         *(int *)value == MPIABI_WIN_UNIFIED;
 }
 
 /* What every member learnt from the window's making, as one MIN all-reduce. */
 enum { ALLOCATED, TOUCHED, UNIFIED, ORDER, ANSWERS };
 
-static struct mpic_node *make(struct mpic_record *r) {
-  MPIABI_Comm shm = MPIABI_COMM_NULL, across = MPIABI_COMM_NULL;
-  must(mpic_next_Comm_split_type(r->comm, MPIABI_COMM_TYPE_SHARED, r->rank, MPIABI_INFO_NULL, &shm),
-       "MPI_Comm_split_type (the node path's)");
-  mpic_next_Comm_set_errhandler(shm, MPIABI_ERRORS_RETURN);
-  int size = 0, rank = 0;
-  must(mpic_next_Comm_size(shm, &size), "MPI_Comm_size (the node path's)");
-  must(mpic_next_Comm_rank(shm, &rank), "MPI_Comm_rank (the node path's)");
-  if (size != r->size) {
-    /* Ranks on several nodes: each node's part sees fewer ranks than the communicator has, on every node
-     * alike, so every member decides the same. */
-    if (mpic_settings.node_path_across_nodes) across = mpic_node_across(r, size, rank);
-    if (across == MPIABI_COMM_NULL) {
-      mpic_next_Comm_free(&shm);
-      mpic_log(2, "communicator %d: its %d ranks span nodes: the MPI library's own collectives%s", r->id, r->size,
-               mpic_settings.node_path_across_nodes ? "" : " (MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1 composes "
-                                                           "its all-reduces with each node's window)");
-      return NULL;
-    }
-  }
-  char why[512] = "";
-  int room = room_for((size_t)size * MPIC_NODE_SHARE, why, sizeof why), everywhere = 0;
-  must(mpic_next_Allreduce(&room, &everywhere, 1, MPIABI_INT, MPIABI_MIN, r->comm), "MPI_Allreduce (the node path's)");
-  if (!everywhere) {
-    if (r->rank == 0) no_room(r, room ? "another rank's /dev/shm is short" : why);
-    if (across != MPIABI_COMM_NULL) mpic_next_Comm_free(&across);
-    mpic_next_Comm_free(&shm);
-    return NULL;
-  }
-  MPIABI_Info info = MPIABI_INFO_NULL;
-  if (mpic_next_Info_create(&info) == 0) mpic_next_Info_set(info, "alloc_shared_noncontig", "true");
-  void *base = NULL;
-  MPIABI_Win win = MPIABI_WIN_NULL;
-  int ret = mpic_next_Win_allocate_shared((MPIABI_Aint)MPIC_NODE_SHARE, 1, info, shm, &base, &win);
-  if (info != MPIABI_INFO_NULL) mpic_next_Info_free(&info);
-  if (ret != 0) mpic_node_words(ret, why, sizeof why);
-  char **shares = ret == 0 ? calloc((size_t)size, sizeof *shares) : NULL;
-  int mine[ANSWERS] = {ret == 0, 0, 0, 0}, all[ANSWERS];
-  for (int q = 0; shares && q < size; q++) {
-    MPIABI_Aint bytes = 0;
-    int unit = 0;
-    if (mpic_next_Win_shared_query(win, q, &bytes, &unit, &shares[q]) != 0 || bytes < MPIC_NODE_SHARE)
-      mpic_fatal("rank %d: could not map the node path's shared window of communicator %d. Fix: "
-                 "MPI_COLLECTIVES_NODE_PATH=0",
-                 mpic_record_world_rank(), r->id);
-  }
-  if (ret == 0 && !shares)
-    mpic_fatal("rank %d: out of memory making the node path's window of communicator %d. Fix: give the job more "
-               "memory, or MPI_COLLECTIVES_NODE_PATH=0",
-               mpic_record_world_rank(), r->id);
-  if (shares) {
-    mine[TOUCHED] = touch(shares[rank], MPIC_NODE_SHARE);
-    if (!mine[TOUCHED]) {
-      struct statvfs fs;
-      unsigned long long left = statvfs("/dev/shm", &fs) == 0 ? (unsigned long long)fs.f_bavail * fs.f_frsize : 0;
-      snprintf(why, sizeof why, "the window's file ran out of room as this rank's share was touched; /dev/shm has "
-                                "%llu KiB free", left / 1024);
-    }
-    mine[UNIFIED] = unified(win);
-  }
-  pthread_mutex_lock(&windows_lock);
-  mine[ORDER] = (int)-(made + 1);
-  pthread_mutex_unlock(&windows_lock);
-  must(mpic_next_Allreduce(mine, all, ANSWERS, MPIABI_INT, MPIABI_MIN, r->comm), "MPI_Allreduce (the node path's)");
-  if (all[ALLOCATED] && all[TOUCHED] && all[UNIFIED]) {
-    struct mpic_node *n = calloc(1, sizeof *n);
-    int *world = calloc((size_t)size, sizeof *world);
-    if (!n || !world)
-      mpic_fatal("rank %d: out of memory making the node path's window of communicator %d. Fix: give the job more "
-                 "memory, or MPI_COLLECTIVES_NODE_PATH=0",
-                 mpic_record_world_rank(), r->id);
-    int me = mpic_record_world_rank();
-    must(mpic_next_Allgather(&me, 1, MPIABI_INT, world, 1, MPIABI_INT, shm), "MPI_Allgather (the node path's)");
-    /* a passive-target epoch for the life of the window: MPI_Win_sync (turns.c) is valid only in one */
-    must(mpic_next_Win_lock_all(MPIABI_MODE_NOCHECK, win), "MPI_Win_lock_all (the node path's)");
-    *n = (struct mpic_node){.shm = shm, .across = across, .win = win, .size = size, .rank = rank, .world = world,
-                            .shares = shares, .record_id = r->id, .order = -(int64_t)all[ORDER], .record = r};
-    pthread_mutex_lock(&windows_lock);
-    if (n->order > made) made = n->order;
-    n->next = windows;
-    windows = n;
-    pthread_mutex_unlock(&windows_lock);
-    say_attached(r, n);
-    return n;
-  }
-  /* The library's own, and one line: from the rank that failed, else from rank 0. */
+static struct mpic_node *keep(struct mpic_record *r, MPIABI_Comm shm, MPIABI_Comm across, MPIABI_Win win,
+                              int size, int rank, char **shares, int64_t order) {
+  struct mpic_node *n = calloc(1, sizeof *n);
+  int *world = calloc((size_t)size, sizeof *world);
+  if (!n || !world) out_of_memory(r);
+  int me = mpic_record_world_rank();
+  must(mpic_next_Allgather(&me, 1, MPIABI_INT, world, 1, MPIABI_INT, shm), "MPI_Allgather (the node path's)");
+  /* a passive-target epoch for the life of the window: MPI_Win_sync (turns.c) is valid only in one */
+  must(mpic_next_Win_lock_all(MPIABI_MODE_NOCHECK, win), "MPI_Win_lock_all (the node path's)");
+  *n = (struct mpic_node){.shm = shm, .across = across, .win = win, .size = size, .rank = rank, .world = world,
+                          .shares = shares, .record_id = r->id, .order = order, .record = r};
+  mpic_node_keep(n);
+  say_attached(r, n);
+  return n;
+}
+
+/* The library's own, and one line: from the rank that failed, else from rank 0. */
+static void give_up(struct mpic_record *r, const int *mine, const int *all, const char *why) {
   if (!all[ALLOCATED]) {
     if (r->rank == 0 || !mine[ALLOCATED])
       mpic_log(0, "rank %d: no shared memory for the node path of communicator %d (%s); its collectives use the "
@@ -233,14 +196,40 @@ static struct mpic_node *make(struct mpic_record *r) {
                 "the MPI library's own collectives",
              r->id);
   }
-  /* Every rank holds a window: all free it here, at the same point. Where only some do (an allocation that
-   * failed on some ranks only), the holders would wait in MPI_Win_free for ranks that never call it: it is
-   * left to the end of the process instead. */
-  if (all[ALLOCATED]) mpic_next_Win_free(&win);
-  else if (mine[ALLOCATED])
-    mpic_log(1, "communicator %d: this rank's share of a window that other ranks could not make is kept until the "
-                "process ends (freeing it would wait for them)",
-             r->id);
+}
+
+static struct mpic_node *make(struct mpic_record *r) {
+  mpic_node_reclaim(r); /* freed communicators' windows first: their room is this one's */
+  MPIABI_Comm shm, across;
+  int size = 0, rank = 0;
+  if (!node_part(r, &shm, &size, &rank, &across)) return NULL;
+  char why[512] = "";
+  MPIABI_Win win = MPIABI_WIN_NULL;
+  char **shares = NULL;
+  int mine[ANSWERS] = {0, 0, 0, (int)-mpic_node_order_proposal()}, all[ANSWERS];
+  if (room_everywhere(r, (size_t)size * MPIC_NODE_SHARE)) {
+    mine[ALLOCATED] = allocate(shm, &win, why, sizeof why) == 0;
+    if (mine[ALLOCATED]) {
+      shares = map_shares(r, win, size);
+      mine[TOUCHED] = mpic_node_touch(shares[rank], MPIC_NODE_SHARE);
+      if (!mine[TOUCHED])
+        snprintf(why, sizeof why, "the window's file ran out of room as this rank's share was touched; /dev/shm "
+                                  "has %llu KiB free", shm_free() / 1024);
+      mine[UNIFIED] = unified(win);
+    }
+    must(mpic_next_Allreduce(mine, all, ANSWERS, MPIABI_INT, MPIABI_MIN, r->comm), "MPI_Allreduce (the node path's)");
+    if (all[ALLOCATED] && all[TOUCHED] && all[UNIFIED])
+      return keep(r, shm, across, win, size, rank, shares, -(int64_t)all[ORDER]);
+    give_up(r, mine, all, why);
+    /* Every rank holds a window: all free it here, at the same point. Where only some do (an allocation
+     * that failed on some ranks only), the holders would wait in MPI_Win_free for ranks that never call
+     * it: it is left to the end of the process, which the library's shared memory does not outlive. */
+    if (all[ALLOCATED]) mpic_next_Win_free(&win);
+    else if (mine[ALLOCATED])
+      mpic_log(1, "communicator %d: this rank's share of a window that other ranks could not make is kept until "
+                  "the process ends (freeing it would wait for them)",
+               r->id);
+  }
   free(shares);
   if (across != MPIABI_COMM_NULL) mpic_next_Comm_free(&across);
   mpic_next_Comm_free(&shm);
@@ -251,57 +240,12 @@ struct mpic_node *mpic_node_attach(struct mpic_record *r) {
   int state = MPIC_NODE_UNKNOWN;
   if (!__atomic_compare_exchange_n(&r->node_state, &state, MPIC_NODE_ATTACHING, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE)) {
-    if (state == MPIC_NODE_ATTACHED) return r->node;
+    if (state == MPIC_NODE_ATTACHED) return mpic_node_of(r);
     if (state == MPIC_NODE_LIBRARY) return NULL;
-    mpic_fatal("rank %d: a collective started on communicator %d while its previous one was still running in the "
-               "node path (collectives dispatched from two threads at once). No result was returned. Fix: dispatch "
-               "collectives from one thread",
-               mpic_record_world_rank(), r->id);
+    mpic_node_two_threads(mpic_record_world_rank(), r->id);
   }
   struct mpic_node *n = make(r);
-  r->node = n;
+  __atomic_store_n(&r->node, n, __ATOMIC_RELEASE);
   __atomic_store_n(&r->node_state, n ? MPIC_NODE_ATTACHED : MPIC_NODE_LIBRARY, __ATOMIC_RELEASE);
   return n;
-}
-
-void mpic_node_forget(struct mpic_record *r) {
-  if (!r) return;
-  pthread_mutex_lock(&windows_lock);
-  if (r->node) r->node->record = NULL; /* the window stays on the list, for mpic_node_finalize */
-  r->node = NULL;
-  pthread_mutex_unlock(&windows_lock);
-  __atomic_store_n(&r->node_state, MPIC_NODE_LIBRARY, __ATOMIC_RELEASE);
-}
-
-void mpic_node_finalize(void) {
-  for (;;) {
-    /* The lowest order first. Orders were agreed by each window's ranks when it was made, and a rank's later
-     * window always has a higher one (its count of windows seen rises with each), so two windows that share
-     * ranks are freed in the same order on all of them: no rank waits in one while a peer waits in another.
-     * Two windows made at once in one process (two threads: two devices a process, each group's first large
-     * collective) can agree on the same order, each made before the other raised the count; their list
-     * order is each rank's timing. The split's id breaks the tie: the same on every member of a window,
-     * different between two windows (issue 65: 3 of 6 such runs hung in MPI_Win_free at MPI_Finalize). */
-    pthread_mutex_lock(&windows_lock);
-    struct mpic_node **first = NULL;
-    for (struct mpic_node **p = &windows; *p; p = &(*p)->next)
-      if (!first || (*p)->order < (*first)->order ||
-          ((*p)->order == (*first)->order && (*p)->record_id < (*first)->record_id))
-        first = p;
-    struct mpic_node *n = first ? *first : NULL;
-    if (n) *first = n->next;
-    if (n && n->record) { /* a communicator XLA still holds: the library's from now on */
-      n->record->node = NULL;
-      __atomic_store_n(&n->record->node_state, MPIC_NODE_LIBRARY, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&windows_lock);
-    if (!n) return;
-    mpic_next_Win_unlock_all(n->win);
-    mpic_next_Win_free(&n->win);
-    if (n->across != MPIABI_COMM_NULL) mpic_next_Comm_free(&n->across);
-    mpic_next_Comm_free(&n->shm);
-    free(n->shares);
-    free(n->world);
-    free(n);
-  }
 }
