@@ -16,6 +16,10 @@
 #
 #   bash scripts/node_path_ab.sh mpich [ROUNDS]     # a family with a venv (scripts/setup_env.sh)
 #
+# COMPARE=direct compares the path's two ways instead of the path and the library: its ranks reading
+# each other's buffers in place (MPI_COLLECTIVES_NODE_PATH_DIRECT=1, one copy) against every byte
+# through the window (=0, two copies); the lines then say "direct" and "window".
+#
 # VENV (default .venv-FAMILY), NRANKS (2), LAUNCH_TIMEOUT (600 s a launch): scripts/node_probe.sh's
 # PROBE_SET=node-path runs it on a lent node with its own venv at 8 and 16 ranks.
 set -euo pipefail
@@ -33,7 +37,8 @@ cd "$out"  # not the checkout, whose unbuilt package would shadow the venv's
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 JAX_PLATFORMS=cpu MPI_COLLECTIVES_LAYOUT_NOTE=0
 for i in $(seq 1 "$rounds"); do
   for path in 1 0; do
-    MPI_COLLECTIVES_NODE_PATH=$path MPI_COLLECTIVES_NODE_PATH_COLLECTIVES=all-reduce,all-gather,reduce-scatter,all-to-all \
+    if [ "${COMPARE:-library}" = direct ]; then on=1 direct=$path; else on=$path direct=${MPI_COLLECTIVES_NODE_PATH_DIRECT:-1}; fi
+    MPI_COLLECTIVES_NODE_PATH=$on MPI_COLLECTIVES_NODE_PATH_DIRECT=$direct MPI_COLLECTIVES_NODE_PATH_COLLECTIVES=all-reduce,all-gather,reduce-scatter,all-to-all \
       MPI_COLLECTIVES_NODE_PATH_MIN=0 MPI_COLLECTIVES_NODE_PATH_MAX=0 \
       MPI_COLLECTIVES_BENCH_COORDINATOR=127.0.0.1:29411 timeout "$limit" "$venv/bin/mpiexec" -n "$nranks" \
       "$venv/bin/python" -m mpi_collectives.tools.bench.worker jax-mpi "$out/$path-$i.json" "$sizes" 0.5 "$ops" \
@@ -49,10 +54,11 @@ for i in $(seq 1 "$rounds"); do
       > "$out/gloo-$i.log" 2>&1 || { cat "$out/gloo-$i.log"; exit 1; }
   fi
 done
-"$venv/bin/python" - "$out" "$family" "$nranks" <<'PY'
+"$venv/bin/python" - "$out" "$family" "$nranks" "${COMPARE:-library}" <<'PY'
 import glob, json, os, sys
 import numpy as np
-out, family, nranks = sys.argv[1:]
+out, family, nranks, compare = sys.argv[1:]
+first, second = ("direct", "window") if compare == "direct" else ("path", "library")
 def load(prefix, key="results"):
     return [json.load(open(f))[key] for f in sorted(glob.glob(os.path.join(out, f"{prefix}-*.json")))]
 runs = {p: load(p) for p in "10"}
@@ -62,11 +68,11 @@ others = {"C loop": [r["C direct"] for r in c], "memory floor": [r.get("memory f
 for op in runs["1"][0]:
     for n in runs["1"][0][op]:
         on, off = ([float(np.median(r[op][n])) * 1e6 for r in runs[p]] for p in "10")
-        print(f"{family} {nranks} ranks {op:15s} {int(n):>10d} B  path {np.median(on):9.0f} us {[round(x) for x in on]}  "
-              f"library {np.median(off):9.0f} us {[round(x) for x in off]}  ratio {np.median(on) / np.median(off):.2f}")
+        print(f"{family} {nranks} ranks {op:15s} {int(n):>10d} B  {first} {np.median(on):9.0f} us {[round(x) for x in on]}  "
+              f"{second} {np.median(off):9.0f} us {[round(x) for x in off]}  ratio {np.median(on) / np.median(off):.2f}")
         for name, measured in others.items():
             if measured and op in measured[0] and n in measured[0][op]:
                 theirs = [float(np.median(r[op][n])) * 1e6 for r in measured]
-                print(f"{family} {nranks} ranks {op:15s} {int(n):>10d} B  path {np.median(on):9.0f} us  {name} "
+                print(f"{family} {nranks} ranks {op:15s} {int(n):>10d} B  {first} {np.median(on):9.0f} us  {name} "
                       f"{np.median(theirs):9.0f} us {[round(x) for x in theirs]}  ratio {np.median(on) / np.median(theirs):.2f}")
 PY

@@ -79,6 +79,12 @@ TABLE = {
                                       "all-reduced by the library among the ranks holding the same slice, the "
                                       "result read within the node); 0 (the default): such a communicator keeps "
                                       "the library's own collectives", SWITCH),
+    "node_path_direct": Setting("MPI_COLLECTIVES_NODE_PATH_DIRECT", 1, True,
+                                "1 (the default): the node path's ranks read each other's buffers in place where "
+                                "the kernel allows it (Linux cross-memory attach, one copy; under Yama's "
+                                "ptrace_scope 1 each rank lets its user's processes read it, as MPI libraries do: "
+                                "docs/security.md), agreed by every rank of a window; 0: every byte goes through "
+                                "the shared window (two copies), and no rank changes who may read it", SWITCH),
     "devices_timeout": Setting("MPI_COLLECTIVES_DEVICES_TIMEOUT", 60, True,
                                "with several CPU devices per process: seconds the first of a process's devices "
                                "to reach a collective waits for the others before the job stops with a message "

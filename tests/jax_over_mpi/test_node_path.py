@@ -30,12 +30,19 @@ def digests(proc, n):
     return found[0][1]
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_all_reduces_through_the_node_path_are_exact_on_every_rank(n):
-    proc = mpirun(n, [sys.executable, PROGRAM], env=ON, timeout=300)
+# Its two ways: the ranks reading each other's buffers in place (direct.c, where the kernel allows it:
+# it does here), or every byte through the window.
+DIRECT = "its ranks on this node read each other's buffers in place"
+
+
+@pytest.mark.parametrize("n, way", [(2, "direct"), (3, "direct"), (3, "window")])
+def test_all_reduces_through_the_node_path_are_exact_on_every_rank(n, way):
+    env = {**ON, "MPI_COLLECTIVES_NODE_PATH_DIRECT": "1" if way == "direct" else "0"}
+    proc = mpirun(n, [sys.executable, PROGRAM], env=env, timeout=300)
     digests(proc, n)
     assert proc.stderr.count(TAKEN) >= n, explain(proc)  # each rank's communicator has its window
     assert "Error" not in proc.stderr, explain(proc)  # (Open MPI's osc/ucx printed one per window)
+    assert (DIRECT in proc.stderr) == (way == "direct"), explain(proc)
 
 
 def test_off_the_library_gives_the_same_results():

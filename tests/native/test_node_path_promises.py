@@ -61,8 +61,15 @@ def test_two_windows_made_at_once_are_freed_in_one_order_on_every_rank(harness):
         assert sorted(results(proc, "windows-at-once")) == [("0", "exact"), ("1", "exact")], explain(proc)
 
 
-def test_a_mismatched_call_with_the_checks_off_stops_the_job_and_no_later_call_is_wrong(harness):
-    proc = mpirun(2, [*harness, "mismatch"], env={**ON, "MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"}, timeout=120)
+# The path's two ways (direct.c): reading the peers' buffers in place where the kernel allows it (here it
+# does), or every byte through the window.
+WAYS = {"direct": {"MPI_COLLECTIVES_NODE_PATH_DIRECT": "1"}, "window": {"MPI_COLLECTIVES_NODE_PATH_DIRECT": "0"}}
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_mismatched_call_with_the_checks_off_stops_the_job_and_no_later_call_is_wrong(harness, way):
+    proc = mpirun(2, [*harness, "mismatch"], env={**ON, **WAYS[way], "MPI_COLLECTIVES_CHECK_COLLECTIVES": "0"},
+                  timeout=120)
     assert proc.returncode != 0, explain(proc)
     assert "WRONG" not in proc.stdout and "exact" not in proc.stdout, explain(proc)  # no result at all
     lines = [line for line in proc.stderr.splitlines() if "the ranks called different collectives" in line]
@@ -112,12 +119,13 @@ def windows(proc, scenario):
         rf"WINDOWS {scenario} rank (\d+): live (\d+) kept (\d+) bytes \d+ returning (\d+)", proc.stdout)}
 
 
-def test_freed_communicators_windows_are_freed_and_the_memory_stays_bounded(harness):
+@pytest.mark.parametrize("way", WAYS)
+def test_freed_communicators_windows_are_freed_and_the_memory_stays_bounded(harness, way):
     """48 times a communicator split, a 1 MiB all-reduce, freed (a mesh per test, a sweep over
     sub-meshes). Each freed communicator's window is freed at the next window's making, where all its
     ranks agree; kept until MPI_Finalize (issue 65, N5), the 17th and later found no room in a 64 MiB
     /dev/shm, and with a large one the memory grew without bound."""
-    proc = mpirun(3, [*harness, "cycles"], env=ON, timeout=180)
+    proc = mpirun(3, [*harness, "cycles"], env={**ON, **WAYS[way]}, timeout=180)
     assert proc.returncode == 0 and proc.stdout.count("DONE rank") == 3, explain(proc)
     assert sorted(results(proc, "cycles")) == [(str(r), "exact") for r in range(3)], explain(proc)
     held = windows(proc, "cycles")
@@ -141,12 +149,13 @@ def test_freed_communicators_leave_room_in_a_64_mib_dev_shm(harness):
     assert "no room" not in proc.stderr and proc.stderr.count(WINDOW) >= 3 * 48, explain(proc)
 
 
-def test_an_exchange_between_two_ranks_never_makes_a_window_the_others_wait_for(harness):
+@pytest.mark.parametrize("way", WAYS)
+def test_an_exchange_between_two_ranks_never_makes_a_window_the_others_wait_for(harness, way):
     """With all-to-all on the path, ranks 0 and 1 of a 3-rank communicator exchange 256 KiB and rank 2
     does not (a program's own exchange). The window was made inside the exchange, collectively over
     all three, and the job hung (issue 65, N2); it is now made at the communicator's creation, which
     every member makes, and the exchange goes through it."""
-    env = {**ON, "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": "all-reduce,all-to-all"}
+    env = {**ON, **WAYS[way], "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": "all-reduce,all-to-all"}
     proc = mpirun(3, [*harness, "pair"], env=env, timeout=60)
     assert proc.returncode == 0 and proc.stdout.count("DONE rank") == 3, explain(proc)
     assert sorted(results(proc, "pair")) == [(str(r), "exact") for r in range(3)], explain(proc)

@@ -17,6 +17,16 @@
 
 enum { READY_TAG = 1, READ_TAG = 2 };
 
+static int finish(struct mpic_sendrecv_args *a);
+
+static __attribute__((noreturn)) void disagree(struct mpic_node *n, struct mpic_sendrecv_args *a, int64_t total,
+                                               long long coming) {
+  mpic_fatal("rank %d: an all-to-all expected %lld bytes from rank %d but that rank sends %lld: the ranks "
+             "disagree about the transfer's size. No result was returned. Fix: make every rank run the same "
+             "collectives with the same shapes",
+             n->world[n->rank], (long long)total, n->world[a->source], coming);
+}
+
 static void message(struct mpic_node *n, const void *out, void *in, int count, int to, int from, int tag) {
   mpic_turn_fence(n);
   int ret = mpic_next_Sendrecv(out, count, MPIABI_LONG_LONG, to, tag, in, count, MPIABI_LONG_LONG, from, tag, n->shm,
@@ -25,9 +35,24 @@ static void message(struct mpic_node *n, const void *out, void *in, int count, i
   mpic_turn_fence(n);
 }
 
+/* Where the ranks read each other's buffers in place (direct.c): this rank tells dest where its send
+ * buffer is and learns source's (one message each way, with the sizes), reads source's bytes straight
+ * into its result, then tells source it has read them and learns from dest that its own buffer is free. */
+static void direct(struct mpic_node *n, struct mpic_sendrecv_args *a, int64_t total) {
+  long long sending[2] = {total, (long long)(uintptr_t)a->send}, coming[2] = {-1, 0};
+  message(n, sending, coming, 2, a->dest, a->source, READY_TAG);
+  if (coming[0] != total) disagree(n, a, total, coming[0]);
+  mpic_node_read_peer(n, a->source, a->recv, (uint64_t)coming[1], (size_t)total);
+  message(n, NULL, NULL, 0, a->source, a->dest, READ_TAG);
+}
+
 int mpic_node_exchange(struct mpic_node *n, struct mpic_sendrecv_args *a, int esize) {
   /* bytes relayed as they are: a piece need not end on an element */
   int64_t total = (int64_t)esize * a->sendcount, per_chunk = MPIC_NODE_CHUNK;
+  if (n->direct) {
+    direct(n, a, total);
+    return finish(a);
+  }
   char *mine = n->shares[n->rank] + MPIC_NODE_SLOT;
   const char *theirs = n->shares[a->source] + MPIC_NODE_SLOT;
   for (int64_t first = 0; first < total; first += per_chunk) {
@@ -35,15 +60,15 @@ int mpic_node_exchange(struct mpic_node *n, struct mpic_sendrecv_args *a, int es
     memcpy(mine, (const char *)a->send + first, bytes);
     long long sending = total, coming = -1;
     message(n, &sending, &coming, 1, a->dest, a->source, READY_TAG);
-    if (coming != total)
-      mpic_fatal("rank %d: an all-to-all expected %lld bytes from rank %d but that rank sends %lld: the ranks "
-                 "disagree about the transfer's size. No result was returned. Fix: make every rank run the same "
-                 "collectives with the same shapes",
-                 n->world[n->rank], (long long)total, n->world[a->source], coming);
+    if (coming != total) disagree(n, a, total, coming);
     memcpy((char *)a->recv + first, theirs, bytes);
     message(n, NULL, NULL, 0, a->source, a->dest, READ_TAG);
   }
-  /* as the library's would read: all of it, from source */
+  return finish(a);
+}
+
+/* as the library's would read: all of it, from source */
+static int finish(struct mpic_sendrecv_args *a) {
   a->status->MPI_SOURCE = a->source;
   a->status->MPI_TAG = a->recvtag;
   a->status->MPI_ERROR = 0;

@@ -99,6 +99,8 @@ static void free_window(struct mpic_node *n) {
   mpic_next_Comm_free(&n->shm);
   free(n->shares);
   free(n->world);
+  free(n->pids);
+  free(n->tmp);
   free(n);
 }
 

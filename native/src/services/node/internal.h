@@ -18,6 +18,9 @@
 #define MPIC_NODE_SHARE (MPIC_NODE_STAMPS + 3 * MPIC_NODE_CHUNK)
 #define MPIC_NODE_SLOT (MPIC_NODE_STAMPS + 2 * MPIC_NODE_CHUNK)
 #define MPIC_NODE_FINAL_AT 128 /* in the page, past the two stamps' cache lines */
+#define MPIC_NODE_PROBE_AT 192 /* in the page: this rank's pid and probe address (direct.c) */
+#define MPIC_NODE_STAMP_STRIDE 64 /* a cache line each: the two halves' stamps never share one (turns.c) */
+#define MPIC_NODE_WHERE_AT 40  /* in each stamp's cache line, past the stamp: the call's buffers (direct.c) */
 
 /* A window: one per communicator that the path took a call on. */
 struct mpic_node {
@@ -27,6 +30,9 @@ struct mpic_node {
   MPIABI_Win win;
   int size, rank;     /* in shm */
   int *world;         /* size: each shm rank's rank in MPI_COMM_WORLD, for the sentences */
+  int *pids;          /* size: each shm rank's process id (direct.c) */
+  int direct;         /* the ranks read each other's buffers in place (direct.c), agreed */
+  void *tmp;          /* MPIC_NODE_CHUNK bytes where direct: a reduction's staging */
   char **shares;      /* size: each rank's MPIC_NODE_SHARE bytes */
   int record_id;      /* the communicator's id (its split's: the same on every member), for the sentences
                        * and the finalize order's tie-break */
@@ -107,6 +113,16 @@ void mpic_node_gather_parts(struct mpic_node *n, const char *in, char *out, cons
                             int esize, int in_place);
 void mpic_node_reduce_parts(struct mpic_node *n, const char *in, char *out, const int64_t *at, const int64_t *counts,
                             MPIABI_Datatype type, MPIABI_Op op, int esize);
+
+/* direct.c: whether every rank of n reads its peers' buffers in place
+ * (collective over n's ranks, once, when the window is made); and the
+ * collectives that way. */
+int mpic_node_direct_probe(struct mpic_node *n);
+int mpic_node_direct_allreduce(struct mpic_node *n, struct mpic_allreduce_args *a, int esize);
+int mpic_node_direct_allgather(struct mpic_node *n, struct mpic_allgather_args *a, int esize);
+int mpic_node_direct_reduce_scatter(struct mpic_node *n, struct mpic_reduce_scatter_args *a, int esize);
+/* Peer q's bytes at `from` (its address) into `to`; a failure ends the job naming q. */
+void mpic_node_read_peer(struct mpic_node *n, int q, void *to, uint64_t from, size_t bytes);
 
 /* One per collective, for mpic_node_run. */
 int mpic_node_allreduce(struct mpic_node *n, struct mpic_allreduce_args *a, int esize);

@@ -144,9 +144,14 @@ int mpic_node_run(const struct mpic_node_plan *plan, mpic_library_call call, voi
   struct mpic_node *n = plan->node;
   int esize = plan->esize, ret = 0;
   mpic_turns_enter(n, plan->sig, plan->count, plan->shape);
-  if (call == mpic_call_allreduce) ret = mpic_node_allreduce(n, args, esize);
-  else if (call == mpic_call_allgather) ret = mpic_node_allgather(n, args, esize);
-  else if (call == mpic_call_reduce_scatter) ret = mpic_node_reduce_scatter(n, args, esize);
+  /* one node, its ranks reading each other's buffers in place: one copy (direct.c); else the window's two */
+  int direct = n->direct && n->across == MPIABI_COMM_NULL;
+  if (call == mpic_call_allreduce)
+    ret = direct ? mpic_node_direct_allreduce(n, args, esize) : mpic_node_allreduce(n, args, esize);
+  else if (call == mpic_call_allgather)
+    ret = direct ? mpic_node_direct_allgather(n, args, esize) : mpic_node_allgather(n, args, esize);
+  else if (call == mpic_call_reduce_scatter)
+    ret = direct ? mpic_node_direct_reduce_scatter(n, args, esize) : mpic_node_reduce_scatter(n, args, esize);
   else ret = mpic_node_exchange(n, args, esize);
   mpic_turns_leave(n);
   return ret;

@@ -35,10 +35,10 @@ struct stamp {
   int64_t chunk, count;
   uint64_t shape, sig;
 };
-#define STAMP_STRIDE 64 /* a cache line each: the two halves' stamps never share one */
+_Static_assert(sizeof(struct stamp) <= MPIC_NODE_WHERE_AT, "the stamp ends where direct.c's addresses begin");
 
 static struct stamp *stamp_of(const struct mpic_node *n, int q, size_t half) {
-  return (struct stamp *)(n->shares[q] + (half == MPIC_NODE_STAMPS ? 0 : STAMP_STRIDE));
+  return (struct stamp *)(n->shares[q] + (half == MPIC_NODE_STAMPS ? 0 : MPIC_NODE_STAMP_STRIDE));
 }
 
 void mpic_node_two_threads(int world_rank, int record_id) {

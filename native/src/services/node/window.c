@@ -168,14 +168,15 @@ enum { ALLOCATED, TOUCHED, UNIFIED, ORDER, ANSWERS };
 static struct mpic_node *keep(struct mpic_record *r, MPIABI_Comm shm, MPIABI_Comm across, MPIABI_Win win,
                               int size, int rank, char **shares, int64_t order) {
   struct mpic_node *n = calloc(1, sizeof *n);
-  int *world = calloc((size_t)size, sizeof *world);
-  if (!n || !world) out_of_memory(r);
+  int *world = calloc((size_t)size, sizeof *world), *pids = calloc((size_t)size, sizeof *pids);
+  if (!n || !world || !pids) out_of_memory(r);
   int me = mpic_record_world_rank();
   must(mpic_next_Allgather(&me, 1, MPIABI_INT, world, 1, MPIABI_INT, shm), "MPI_Allgather (the node path's)");
   /* a passive-target epoch for the life of the window: MPI_Win_sync (turns.c) is valid only in one */
   must(mpic_next_Win_lock_all(MPIABI_MODE_NOCHECK, win), "MPI_Win_lock_all (the node path's)");
   *n = (struct mpic_node){.shm = shm, .across = across, .win = win, .size = size, .rank = rank, .world = world,
-                          .shares = shares, .record_id = r->id, .order = order, .record = r};
+                          .pids = pids, .shares = shares, .record_id = r->id, .order = order, .record = r};
+  n->direct = mpic_node_direct_probe(n); /* collective over shm, as the rest of this */
   mpic_node_keep(n);
   say_attached(r, n);
   return n;
