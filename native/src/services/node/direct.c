@@ -96,7 +96,7 @@ struct where {
 };
 
 static struct where *where_of(const struct mpic_node *n, int q, size_t half) {
-  return (struct where *)(n->shares[q] + (half == MPIC_NODE_STAMPS ? 0 : MPIC_NODE_STAMP_STRIDE) + MPIC_NODE_WHERE_AT);
+  return (struct where *)(mpic_turn_line(n, q, half) + MPIC_NODE_WHERE_AT);
 }
 
 /* One turn: this rank's stamp and buffers published, every peer's stamp checked. */

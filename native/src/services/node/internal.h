@@ -95,6 +95,8 @@ size_t mpic_turn_begin(struct mpic_node *n, int64_t chunk);
  * rank's stamp checked to name the same call and chunk (a difference ends
  * the job naming both). */
 void mpic_turn_publish(struct mpic_node *n, size_t half);
+/* Rank q's cache line of a half's turn: its stamp, then (direct.c) its call's buffers. */
+char *mpic_turn_line(const struct mpic_node *n, int q, size_t half);
 /* A barrier with the fences, and no stamp: the all-reduce's second in a chunk. */
 void mpic_turn_sync(struct mpic_node *n);
 /* Fences alone, around a synchronisation the caller makes (exchange.c's messages). */

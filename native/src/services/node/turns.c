@@ -37,8 +37,12 @@ struct stamp {
 };
 _Static_assert(sizeof(struct stamp) <= MPIC_NODE_WHERE_AT, "the stamp ends where direct.c's addresses begin");
 
+char *mpic_turn_line(const struct mpic_node *n, int q, size_t half) {
+  return n->shares[q] + (half == MPIC_NODE_STAMPS ? 0 : MPIC_NODE_STAMP_STRIDE);
+}
+
 static struct stamp *stamp_of(const struct mpic_node *n, int q, size_t half) {
-  return (struct stamp *)(n->shares[q] + (half == MPIC_NODE_STAMPS ? 0 : MPIC_NODE_STAMP_STRIDE));
+  return (struct stamp *)mpic_turn_line(n, q, half);
 }
 
 void mpic_node_two_threads(int world_rank, int record_id) {

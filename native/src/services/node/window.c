@@ -112,10 +112,10 @@ static int room_everywhere(const struct mpic_record *r, size_t bytes) {
   char why[256] = "";
   struct statvfs fs;
   int room = 1, everywhere = 0;
-  if (statvfs("/dev/shm", &fs) == 0 && shm_free() < 2ULL * bytes) {
+  unsigned long long left = statvfs("/dev/shm", &fs) == 0 ? (unsigned long long)fs.f_bavail * fs.f_frsize : ~0ULL;
+  if (left < 2ULL * bytes) {
     room = 0;
-    snprintf(why, sizeof why, "/dev/shm has %llu KiB free, and the window needs %zu KiB", shm_free() / 1024,
-             bytes / 1024);
+    snprintf(why, sizeof why, "/dev/shm has %llu KiB free, and the window needs %zu KiB", left / 1024, bytes / 1024);
   }
   must(mpic_next_Allreduce(&room, &everywhere, 1, MPIABI_INT, MPIABI_MIN, r->comm), "MPI_Allreduce (the node path's)");
   if (!everywhere && r->rank == 0) no_room(r, room ? "another rank's /dev/shm is short" : why);
