@@ -20,6 +20,11 @@
 # each other's buffers in place (MPI_COLLECTIVES_NODE_PATH_DIRECT=1, one copy) against every byte
 # through the window (=0, two copies); the lines then say "direct" and "window".
 #
+# COMPARE=round compares the checks' two ways on small collectives: each call's check and its data in one
+# round through the window (MPI_COLLECTIVES_NODE_PATH_ROUND=65536) against the check's library all-reduce
+# and the data's own call (=0), the path's other settings as built in; the lines say "round" and "library".
+# With SIZES=8,64,... (microseconds are printed to two decimals below 100 us).
+#
 # VENV (default .venv-FAMILY), NRANKS (2), LAUNCH_TIMEOUT (600 s a launch): scripts/node_probe.sh's
 # PROBE_SET=node-path runs it on a lent node with its own venv at 8 and 16 ranks.
 set -euo pipefail
@@ -37,9 +42,11 @@ cd "$out"  # not the checkout, whose unbuilt package would shadow the venv's
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 JAX_PLATFORMS=cpu MPI_COLLECTIVES_LAYOUT_NOTE=0
 for i in $(seq 1 "$rounds"); do
   for path in 1 0; do
+    round=${MPI_COLLECTIVES_NODE_PATH_ROUND:-65536} least=0
     if [ "${COMPARE:-library}" = direct ]; then on=1 direct=$path; else on=$path direct=${MPI_COLLECTIVES_NODE_PATH_DIRECT:-1}; fi
+    if [ "${COMPARE:-library}" = round ]; then on=1 round=$((path * 65536)) least=262144; fi
     MPI_COLLECTIVES_NODE_PATH=$on MPI_COLLECTIVES_NODE_PATH_DIRECT=$direct MPI_COLLECTIVES_NODE_PATH_COLLECTIVES=all-reduce,all-gather,reduce-scatter,all-to-all \
-      MPI_COLLECTIVES_NODE_PATH_MIN=0 MPI_COLLECTIVES_NODE_PATH_MAX=0 \
+      MPI_COLLECTIVES_NODE_PATH_MIN=$least MPI_COLLECTIVES_NODE_PATH_MAX=0 MPI_COLLECTIVES_NODE_PATH_ROUND=$round \
       MPI_COLLECTIVES_BENCH_COORDINATOR=127.0.0.1:29411 timeout "$limit" "$venv/bin/mpiexec" -n "$nranks" \
       "$venv/bin/python" -m mpi_collectives.tools.bench.worker jax-mpi "$out/$path-$i.json" "$sizes" 0.5 "$ops" \
       > "$out/$path-$i.log" 2>&1 || { cat "$out/$path-$i.log"; exit 1; }
@@ -58,7 +65,11 @@ done
 import glob, json, os, sys
 import numpy as np
 out, family, nranks, compare = sys.argv[1:]
-first, second = ("direct", "window") if compare == "direct" else ("path", "library")
+first, second = {"direct": ("direct", "window"), "round": ("round", "library")}.get(compare, ("path", "library"))
+def us(x):
+    return f"{x:9.2f}" if x < 100 else f"{x:9.0f}"
+def each(xs):
+    return [round(x, 2) if x < 100 else round(x) for x in xs]
 def load(prefix, key="results"):
     return [json.load(open(f))[key] for f in sorted(glob.glob(os.path.join(out, f"{prefix}-*.json")))]
 runs = {p: load(p) for p in "10"}
@@ -68,11 +79,11 @@ others = {"C loop": [r["C direct"] for r in c], "memory floor": [r.get("memory f
 for op in runs["1"][0]:
     for n in runs["1"][0][op]:
         on, off = ([float(np.median(r[op][n])) * 1e6 for r in runs[p]] for p in "10")
-        print(f"{family} {nranks} ranks {op:15s} {int(n):>10d} B  {first} {np.median(on):9.0f} us {[round(x) for x in on]}  "
-              f"{second} {np.median(off):9.0f} us {[round(x) for x in off]}  ratio {np.median(on) / np.median(off):.2f}")
+        print(f"{family} {nranks} ranks {op:15s} {int(n):>10d} B  {first} {us(np.median(on))} us {each(on)}  "
+              f"{second} {us(np.median(off))} us {each(off)}  ratio {np.median(on) / np.median(off):.2f}")
         for name, measured in others.items():
             if measured and op in measured[0] and n in measured[0][op]:
                 theirs = [float(np.median(r[op][n])) * 1e6 for r in measured]
-                print(f"{family} {nranks} ranks {op:15s} {int(n):>10d} B  {first} {np.median(on):9.0f} us  {name} "
-                      f"{np.median(theirs):9.0f} us {[round(x) for x in theirs]}  ratio {np.median(on) / np.median(theirs):.2f}")
+                print(f"{family} {nranks} ranks {op:15s} {int(n):>10d} B  {first} {us(np.median(on))} us  {name} "
+                      f"{us(np.median(theirs))} us {each(theirs)}  ratio {np.median(on) / np.median(theirs):.2f}")
 PY

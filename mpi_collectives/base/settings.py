@@ -54,7 +54,7 @@ TABLE = {
     "node_path": Setting("MPI_COLLECTIVES_NODE_PATH", 2, True,
                          "1: an all-reduce, all-gather, reduce-scatter or all-to-all XLA runs over ranks that all "
                          "share one node, from MPI_COLLECTIVES_NODE_PATH_MIN to MPI_COLLECTIVES_NODE_PATH_MAX bytes, "
-                         "goes through the package's own data path in MPI's shared-memory windows (1.5 MiB of shared "
+                         "goes through the package's own data path in MPI's shared-memory windows (1.6 MiB of shared "
                          "memory per rank and communicator); 2 (the default): the same, except under Intel MPI, "
                          "whose own is near the memory floor already; 0: the MPI library's own collectives always",
                          (0, 2)),
@@ -85,6 +85,13 @@ TABLE = {
                                 "ptrace_scope 1 each rank lets its user's processes read it, as MPI libraries do: "
                                 "docs/security.md), agreed by every rank of a window; 0: every byte goes through "
                                 "the shared window (two copies), and no rank changes who may read it", SWITCH),
+    "node_path_round": Setting("MPI_COLLECTIVES_NODE_PATH_ROUND", 65536, True,
+                               "with the checks on, on a communicator whose ranks share one node (and outside "
+                               "the pytest plugin's phases, whose waits can be given up): each all-reduce, "
+                               "all-gather and reduce-scatter XLA runs is checked, and its data up to this many "
+                               "bytes moved, in one round through the node path's window (no MPI call, no "
+                               "barrier), agreed by every rank (the least of theirs); 0: the check is the MPI "
+                               "library's all-reduce (at most 65536)", (0, 65536)),
     "devices_timeout": Setting("MPI_COLLECTIVES_DEVICES_TIMEOUT", 60, True,
                                "with several CPU devices per process: seconds the first of a process's devices "
                                "to reach a collective waits for the others before the job stops with a message "

@@ -359,7 +359,8 @@ def finish_steps(rank: int, size: int, settings, job: str) -> None:
 def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None, any_thread: int = None,
                check_splits: int = None, check_collectives: int = None, node_path: int = None,
                node_path_collectives: str = None, node_path_min: int = None, node_path_max: int = None,
-               node_path_across_nodes: int = None, node_path_direct: int = None, devices_timeout: int = None,
+               node_path_across_nodes: int = None, node_path_direct: int = None, node_path_round: int = None,
+               devices_timeout: int = None,
                verbose: int = None, trace_dir: str = None, prefixes: str = None, coordinator: str = None,
                port: int = None, interface: str = None, timeout: int = None, abort_on_exception: int = None,
                watch_peers: int = None, exit_timeout: int = None, stall_report: int = None,
@@ -379,7 +380,7 @@ def initialize(*, libmpi: str = None, abi: str = None, thread_level: str = None,
     The settings the native layer reads (`libmpi`, `abi`, `thread_level`,
     `any_thread`, `check_splits`, `check_collectives`, `node_path`,
     `node_path_collectives`, `node_path_min`, `node_path_max`, `node_path_across_nodes`,
-    `node_path_direct`, `devices_timeout`, `verbose`, `trace_dir`, `prefixes`) must come before `import jax`.
+    `node_path_direct`, `node_path_round`, `devices_timeout`, `verbose`, `trace_dir`, `prefixes`) must come before `import jax`.
 
     Returns an `Info`; a second call returns the first one's. Raises
     `InitializeError` with one sentence naming the cause and the fix.

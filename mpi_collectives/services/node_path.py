@@ -5,8 +5,9 @@ node's /dev/shm has room for them. The native layer decides for itself, per
 communicator, by the same rules (docs/design.md, "The node's own data path")."""
 import os
 
-# native/src/services/node/node.h: MPIC_NODE_SHARE, two halves and an exchange slot of MPIC_NODE_CHUNK a rank
-WINDOW_PER_RANK = 3 * 512 * 1024
+# native/src/services/node/internal.h: MPIC_NODE_SHARE: a page of stamps, two halves and an exchange slot of
+# MPIC_NODE_CHUNK, and the one round's two buffers, a rank
+WINDOW_PER_RANK = 4096 + 3 * 512 * 1024 + 2 * (64 + 65536)
 
 
 def shm_free(path="/dev/shm"):
@@ -34,6 +35,9 @@ def describe(placements: list, chosen, free=None) -> str:
     upto = f" and at most {chosen.node_path_max}" if chosen.node_path_max else ""
     line = (f"on: {chosen.node_path_collectives} of at least {chosen.node_path_min}{upto} "
             f"bytes among ranks of one node through a shared window of MPI's ({need // 1024} KiB of shared memory for {most} ranks, per communicator)")
+    if chosen.node_path_round and chosen.check_collectives:
+        line += (f"; every checked collective's check, and its data up to {chosen.node_path_round} bytes, in one "
+                 "round through it (MPI_COLLECTIVES_NODE_PATH_ROUND)")
     if chosen.node_path == 2:
         line += "; not under Intel MPI (its own is near the memory floor: MPI_COLLECTIVES_NODE_PATH=1 takes it)"
     if len(per_node) > 1:

@@ -36,6 +36,7 @@ struct mpic_settings {
   int node_path_max; /* MPI_COLLECTIVES_NODE_PATH_MAX */
   int node_path_across_nodes; /* MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES */
   int node_path_direct; /* MPI_COLLECTIVES_NODE_PATH_DIRECT */
+  int node_path_round; /* MPI_COLLECTIVES_NODE_PATH_ROUND */
   int devices_timeout; /* MPI_COLLECTIVES_DEVICES_TIMEOUT */
   int verbose; /* MPI_COLLECTIVES_VERBOSE */
   const char *trace_dir; /* MPI_COLLECTIVES_TRACE_DIR */

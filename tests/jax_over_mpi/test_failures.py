@@ -39,10 +39,10 @@ def start_job(mode, launcher_args=(), env=None):
     return proc, marker
 
 
-def launch_failing_job(mode, launcher_args=()):
+def launch_failing_job(mode, launcher_args=(), env=None):
     """Run the 3-rank job; returns (exit code, stdout, stderr, seconds, pids still alive afterwards)."""
     start = time.monotonic()
-    proc, marker = start_job(mode, launcher_args)
+    proc, marker = start_job(mode, launcher_args, env)
     return finish_job(proc, marker, start)
 
 
@@ -124,9 +124,21 @@ def test_a_rank_that_calls_os_exit():
 
 @pytest.mark.jax
 def test_a_rank_that_finishes_early_is_named():
-    rc, out, err, seconds, alive = launch_failing_job("exit")
+    """The others wait in a psum's check through the library: the peers watch names rank 1 once it has
+    finished and they have waited MPI_COLLECTIVES_EXIT_TIMEOUT in MPI."""
+    rc, out, err, seconds, alive = launch_failing_job("exit", env={"MPI_COLLECTIVES_NODE_PATH_ROUND": "0"})
     text = check_ended(rc, out, err, seconds, alive)
     assert re.search(r"rank\(s\) 1 finished the program while rank [02] has waited \d+ s in MPI", err), text
+
+
+@pytest.mark.jax
+def test_a_rank_that_finishes_early_is_named_by_the_node_paths_round():
+    """The same with the psum's check in the node path's round (one node, the default): the others find
+    rank 1 at MPI_Finalize in the window at once, and name the collective it skipped."""
+    rc, out, err, seconds, alive = launch_failing_job("exit")
+    text = check_ended(rc, out, err, seconds, alive)
+    assert re.search(r"rank [02]: rank 1 reached MPI_Finalize while this rank waits for it in all-reduce #\d+ \(sum "
+                     r"of \d+ f32\) on communicator \d+: the ranks ran different numbers of collectives", err), text
 
 
 @pytest.mark.jax

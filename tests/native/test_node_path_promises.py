@@ -206,3 +206,51 @@ def test_a_wait_at_mpi_finalize_past_the_stall_timeout_ends_the_job(harness):
     assert proc.returncode != 0, explain(proc)
     assert re.search(r"rank 0: MPI_Finalize waited 2 s \(MPI_COLLECTIVES_STALL_TIMEOUT\) for rank\(s\) 1 to reach "
                      r"it", proc.stderr), explain(proc)
+
+
+# ---- the one round (native/src/services/node/round.c): with the checks on, each call's check and its small
+# data through the window in one round of sequence numbers, no MPI call ----
+ROUND = "checked collectives in one round through its window"
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_small_collectives_in_one_round_are_exact(harness, n):
+    """All-reduces (float, double, int; sum and max; in place and not), all-gathers and reduce-scatters of
+    unequal parts, from 1 element to past the round's 64 KiB (its check alone, the data then the path's), three
+    times over: every result exact on every rank, and the round taken."""
+    proc = mpirun(n, [*harness, "round"], env=ON, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.count("DONE rank") == n, explain(proc)
+    assert sorted(results(proc, "round")) == [(str(r), "exact") for r in range(n)], explain(proc)
+    assert proc.stderr.count(ROUND) == n, explain(proc)
+
+
+def test_without_the_round_the_same_calls_are_exact_through_the_library(harness):
+    proc = mpirun(2, [*harness, "round"], env={**ON, "MPI_COLLECTIVES_NODE_PATH_ROUND": "0"}, timeout=120)
+    assert proc.returncode == 0 and sorted(results(proc, "round")) == [("0", "exact"), ("1", "exact")], explain(proc)
+    assert ROUND not in proc.stderr, explain(proc)
+
+
+def test_a_disagreement_in_the_round_gets_the_checks_own_sentence(harness):
+    """Rank 0 maxes where the others sum: the same line as the library's check gives, on every rank."""
+    proc = mpirun(3, [*harness, "round-mismatch"], env=ON, timeout=60)
+    assert proc.returncode != 0, explain(proc)
+    assert "the erroneous call returned" not in proc.stdout, explain(proc)
+    assert ("the ranks disagree about a collective: rank 0 all-reduce max f32 x8; rank 1,2 all-reduce sum f32 x8. "
+            "No result was returned.") in proc.stderr, explain(proc)
+
+
+def test_reduce_scatter_parts_that_differ_stop_the_job(harness):
+    """The same total in parts of other sizes: what the library's check cannot see, the round's words hold."""
+    proc = mpirun(3, [*harness, "round-parts"], env=ON, timeout=60)
+    assert proc.returncode != 0 and "the erroneous call returned" not in proc.stdout, explain(proc)
+    assert re.search(r"the ranks called reduce-scatter #2 \(sum of 12 f64\) on communicator \d+ in parts of other "
+                     r"sizes .*Fix: give every rank the same parts", proc.stderr), explain(proc)
+
+
+def test_a_rank_that_ends_its_program_while_others_wait_in_a_round_is_named(harness):
+    """The last rank skips a collective and calls MPI_Finalize: the others name it instead of waiting."""
+    proc = mpirun(3, [*harness, "round-early"], env=ON, timeout=60)
+    assert proc.returncode != 0 and "the call returned" not in proc.stdout, explain(proc)
+    assert re.search(r"rank [01]: rank 2 reached MPI_Finalize while this rank waits for it in all-reduce #2 \(sum of "
+                     r"8 f32\) on communicator \d+: the ranks ran different numbers of collectives", proc.stderr), \
+        explain(proc)

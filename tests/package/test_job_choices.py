@@ -305,7 +305,9 @@ ALONE = {"MPI_COLLECTIVES_BIND_CPUS": "0", "MPI_COLLECTIVES_WATCH_PEERS": "0", "
          "MPI_COLLECTIVES_INIT_TIMEOUT": "100", "MPI_COLLECTIVES_VERBOSE": "1", "MPI_COLLECTIVES_INTERFACE": "lo",
          "MPI_COLLECTIVES_LAYOUT_NOTE": "0", "MPI_COLLECTIVES_NOT_INITIALIZED": "quiet",
          # the window's ranks agree on the way when it is made (the least of theirs: the window's copies)
-         "MPI_COLLECTIVES_NODE_PATH_DIRECT": "0"}
+         "MPI_COLLECTIVES_NODE_PATH_DIRECT": "0",
+         # a communicator's ranks agree on the round's size at their first checked call (the least of theirs)
+         "MPI_COLLECTIVES_NODE_PATH_ROUND": "0"}
 # Not given here: which MPI library a rank loads (another library: test_another_mpi_on_one_node_is_named),
 # where a rank writes its flight record, the coordinator's address and port (rank 0's are the job's;
 # a fixed port could be taken on a shared machine), and GPUs (tests/package/test_gpus.py).

@@ -201,7 +201,10 @@ def test_the_node_paths_line_says_what_it_will_do():
     on = read(node_path=1, node_path_min=262144, node_path_max=0)
     assert describe(two, on, free=1 << 30) == (
         "on: all-reduce of at least 262144 bytes among ranks of one node through a shared window of MPI's "
-        "(3072 KiB of shared memory for 2 ranks, per communicator)")
+        "(3336 KiB of shared memory for 2 ranks, per communicator); every checked collective's check, and its "
+        "data up to 65536 bytes, in one round through it (MPI_COLLECTIVES_NODE_PATH_ROUND)")
+    assert "one round" not in describe(two, read(node_path=1, node_path_round=0), free=1 << 30)
+    assert "one round" not in describe(two, read(node_path=1, check_collectives=0), free=1 << 30)
     short = describe(two + [Placement("b", frozenset({0}), {})], on, free=3 << 20)
     assert short.endswith("communicators that span nodes keep the library's (MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1 "
                           "composes their all-reduces); but /dev/shm has 3072 KiB free here, "

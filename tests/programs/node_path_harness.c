@@ -36,6 +36,18 @@
  *               stop at it.
  *   errors      after a large all-reduce: how many of this rank's windows
  *               return their errors to the wrapper ("WINDOWS ... returning R").
+ *   round       with the checks on, small all-reduces (float, double, int;
+ *               sum and max; in place and not), all-gathers and reduce-scatters
+ *               (parts of unequal sizes) from 1 element to just past the
+ *               round's 64 KiB, 3 times over, each checked exactly against
+ *               the sum computed here (the round's data, or its check alone).
+ *   round-mismatch
+ *               with the checks on, after an agreed call, rank 0 all-reduces 8
+ *               floats with max where the others sum them: the job stops.
+ *   round-parts with the checks on, a reduce-scatter whose parts' sizes differ
+ *               between ranks (the same total): the job stops.
+ *   round-early after an agreed call, the last rank skips the next small
+ *               all-reduce and calls MPI_Finalize: the job stops, naming it.
  *   late        after a large all-reduce, the last rank sleeps LATE_S seconds
  *               (the environment's) before MPI_Finalize; the wrapper's wait
  *               there reports after LATE_REPORT_S and ends the job after
@@ -55,9 +67,9 @@
 #define FUNCTIONS(X)                                                                                    \
   X(Init_thread) X(Finalize) X(Comm_rank) X(Comm_size) X(Comm_split) X(Comm_free) X(Allreduce)          \
   X(Type_contiguous) X(Type_vector) X(Type_commit) X(Type_free) X(Op_create) X(Op_free) X(Barrier)      \
-  X(Sendrecv)
+  X(Sendrecv) X(Allgather) X(Reduce_scatter)
 #define CONSTANTS(X)                                                                                    \
-  X(COMM_WORLD) X(FLOAT) X(DOUBLE) X(INT) X(SUM) X(MAX) X(THREAD_MULTIPLE) X(STATUS_IGNORE)
+  X(COMM_WORLD) X(FLOAT) X(DOUBLE) X(INT) X(SUM) X(MAX) X(THREAD_MULTIPLE) X(STATUS_IGNORE) X(IN_PLACE)
 
 static struct {
 #define DECLARE_FUNCTION(name) __typeof__(MPIABI_##name) *name;
@@ -332,6 +344,125 @@ static void late(void) {
   if (rank == size - 1) sleep(s ? (unsigned)atoi(s) : 3);
 }
 
+/* ---- the one round ---- */
+/* Rank r's element i as a double: small integers, exact in every type and every order of a sum. */
+static double small(int r, long i) { return (double)((i * 5 + 7 * r) % 13) - 6; }
+
+/* An all-reduce of n elements of type t (0 float, 1 double, 2 int) with sum or max, exact on every rank. */
+static int round_allreduce(MPIABI_Comm c, long n, int t, int use_max, int in_place) {
+  size_t es = t == 1 ? 8 : 4;
+  char *x = calloc((size_t)n, es), *y = calloc((size_t)n, es);
+  if (!x || !y) exit(2);
+  for (long i = 0; i < n; i++) {
+    double v = small(rank, i);
+    if (t == 0) ((float *)x)[i] = (float)v;
+    else if (t == 1) ((double *)x)[i] = v;
+    else ((int *)x)[i] = (int)v;
+  }
+  if (in_place) memcpy(y, x, (size_t)n * es);
+  MPIABI_Datatype type = t == 0 ? mpi.FLOAT : t == 1 ? mpi.DOUBLE : mpi.INT;
+  mpi.Allreduce(in_place ? mpi.IN_PLACE : x, y, (int)n, type, use_max ? mpi.MAX : mpi.SUM, c);
+  int ok = 1;
+  for (long i = 0; i < n && ok; i++) {
+    double want = use_max ? -1e9 : 0;
+    for (int r = 0; r < size; r++) want = use_max ? (small(r, i) > want ? small(r, i) : want) : want + small(r, i);
+    double got = t == 0 ? ((float *)y)[i] : t == 1 ? ((double *)y)[i] : ((int *)y)[i];
+    ok = got == want;
+  }
+  free(x);
+  free(y);
+  return ok;
+}
+
+static int round_allgather(MPIABI_Comm c, long n) {
+  float *x = calloc((size_t)n, sizeof(float)), *y = calloc((size_t)(n * size), sizeof(float));
+  if (!x || !y) exit(2);
+  for (long i = 0; i < n; i++) x[i] = (float)small(rank, i);
+  mpi.Allgather(x, (int)n, mpi.FLOAT, y, (int)n, mpi.FLOAT, c);
+  int ok = 1;
+  for (int r = 0; r < size; r++)
+    for (long i = 0; i < n && ok; i++) ok = y[r * n + i] == (float)small(r, i);
+  free(x);
+  free(y);
+  return ok;
+}
+
+/* Rank r's part holds n + r elements (unequal parts). */
+static int round_reduce_scatter(MPIABI_Comm c, long n) {
+  int *counts = calloc(size > 0 ? (size_t)size : 1, sizeof(int));
+  long total = 0, before = 0;
+  for (int r = 0; r < size; r++) {
+    counts[r] = (int)(n + r);
+    if (r < rank) before += counts[r];
+    total += counts[r];
+  }
+  double *x = calloc((size_t)total, sizeof(double)), *y = calloc((size_t)counts[rank], sizeof(double));
+  if (!x || !y) exit(2);
+  for (long i = 0; i < total; i++) x[i] = small(rank, i);
+  mpi.Reduce_scatter(x, y, counts, mpi.DOUBLE, mpi.SUM, c);
+  int ok = 1;
+  for (long i = 0; i < counts[rank] && ok; i++) {
+    double want = 0;
+    for (int r = 0; r < size; r++) want += small(r, before + i);
+    ok = y[i] == want;
+  }
+  free(counts);
+  free(x);
+  free(y);
+  return ok;
+}
+
+static void round_calls(void) {
+  MPIABI_Comm c = split();
+  static const long counts[] = {1, 2, 3, 16, 255, 256, 257, 1000, 4096, 8191, 16384, 16385, 40000};
+  int ok = 1, calls = 0;
+  char first_wrong[160] = "";
+  for (int pass = 0; pass < 3; pass++)
+    for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+      long n = counts[k];
+      int got[6] = {round_allreduce(c, n, 0, 0, 0), round_allreduce(c, n, 1, 1, 1), round_allreduce(c, n, 2, 0, 1),
+                    round_allreduce(c, n, 2, 1, 0), round_allgather(c, (n + size - 1) / size),
+                    round_reduce_scatter(c, (n + size - 1) / size)};
+      for (int j = 0; j < 6; j++, calls++)
+        if (!got[j] && ok) {
+          ok = 0;
+          snprintf(first_wrong, sizeof first_wrong, "(call %d of %ld elements, kind %d, pass %d)", j, n, j, pass);
+        }
+    }
+  char detail[200];
+  snprintf(detail, sizeof detail, "%d calls %s", calls, first_wrong);
+  result("round", ok, detail);
+}
+
+static void round_mismatch(void) {
+  MPIABI_Comm c = split();
+  result("round-mismatch", round_allreduce(c, 8, 0, 0, 0), "(the agreed call)");
+  round_allreduce(c, 8, 0, rank == 0, 0); /* erroneous: max against sum */
+  printf("RESULT round-mismatch rank %d: the erroneous call returned\n", rank);
+  fflush(stdout);
+}
+
+static void round_parts(void) {
+  MPIABI_Comm c = split();
+  result("round-parts", round_allreduce(c, 8, 0, 0, 0), "(the agreed call)");
+  int *counts = calloc(size > 0 ? (size_t)size : 1, sizeof(int));
+  for (int r = 0; r < size; r++) counts[r] = 4 + (rank == 0 ? (r == 0 ? 1 : r == 1 ? -1 : 0) : 0);
+  double x[64] = {0}, y[64];
+  mpi.Reduce_scatter(x, y, counts, mpi.DOUBLE, mpi.SUM, c); /* erroneous: rank 0's parts differ */
+  printf("RESULT round-parts rank %d: the erroneous call returned\n", rank);
+  fflush(stdout);
+}
+
+static void round_early(void) {
+  MPIABI_Comm c = split();
+  result("round-early", round_allreduce(c, 8, 0, 0, 0), "(the agreed call)");
+  if (rank != size - 1) {
+    round_allreduce(c, 8, 0, 0, 0); /* the last rank never calls it */
+    printf("RESULT round-early rank %d: the call returned\n", rank);
+    fflush(stdout);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     printf("usage: node_path_harness WRAPPER.so SCENARIO\n");
@@ -365,6 +496,10 @@ int main(int argc, char **argv) {
   else if (!strcmp(s, "mismatch-type")) mismatch_kind(1);
   else if (!strcmp(s, "errors")) errors();
   else if (!strcmp(s, "late")) late();
+  else if (!strcmp(s, "round")) round_calls();
+  else if (!strcmp(s, "round-mismatch")) round_mismatch();
+  else if (!strcmp(s, "round-parts")) round_parts();
+  else if (!strcmp(s, "round-early")) round_early();
   else {
     printf("FAIL unknown scenario %s\n", s);
     return 2;

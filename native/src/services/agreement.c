@@ -88,6 +88,8 @@ static int phases_differ(const int64_t *all, int size) {
   return 0;
 }
 
+static __attribute__((noreturn)) void say_disagreement(int64_t *all, int size, int64_t my_phase);
+
 /* Every rank learns every rank's signature, and all end the job with the same line. */
 static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct mpic_call *mine, uint64_t sig) {
   int size = 0;
@@ -99,6 +101,15 @@ static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct mp
                "they called. Fix: make every rank run the same collectives with the same shapes, dtypes "
                "and reductions",
                mpic_record_world_rank(), mpic_kind_names[mine->kind]);
+  say_disagreement(all, size, pair[2]);
+}
+
+void mpic_agreement_disagree_seen(int64_t *all, int size) {
+  say_disagreement(all, size, mpic_phase_now());
+}
+
+/* all: (signature, rank in MPI_COMM_WORLD, phase) of each member; freed here. */
+static __attribute__((noreturn)) void say_disagreement(int64_t *all, int size, int64_t my_phase) {
   char line[1536] = "";
   size_t used = 0;
   int shown = 0;
@@ -121,7 +132,7 @@ static __attribute__((noreturn)) void disagree(MPIABI_Comm comm, const struct mp
         ranks++;
       }
     used += (size_t)snprintf(line + used, sizeof line - used, " %s", what);
-    if (all[3 * i + 2] != pair[2] || phases_differ(all, size))
+    if (all[3 * i + 2] != my_phase || phases_differ(all, size))
       used += (size_t)snprintf(line + used, sizeof line - used, " in phase %lld", (long long)all[3 * i + 2]);
   }
   int phased = phases_differ(all, size);

@@ -25,6 +25,10 @@ void mpic_agreement_learn(struct mpic_record *r, size_t carried_bytes);
  * when they differ. */
 int mpic_agreement_agree(struct mpic_record *r, const struct mpic_call *c, uint64_t sig, struct mpic_block *b,
                          size_t room);
+/* Ranks that disagree, as the node path's round saw them (node.h): all holds
+ * (signature, rank in MPI_COMM_WORLD, phase) of each of r's size members; the
+ * job ends with the line mpic_agreement_agree's check would give. */
+__attribute__((noreturn)) void mpic_agreement_disagree_seen(int64_t *all, int size);
 /* While phases are on (phases.h), a wait in the check may be given up: then
  * it returns the phase's error code, for the caller to return to XLA.
  * After the ranks voted on a phase: every check block

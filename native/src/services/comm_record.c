@@ -74,6 +74,7 @@ struct mpic_record *mpic_record_add(MPIABI_Comm comm, int id) {
   __atomic_store_n(&r->comm, comm, __ATOMIC_RELAXED); /* read by lookups without the lock */
   r->id = id, r->seq = 0, r->size = size, r->rank = rank, r->members = members, r->node = NULL;
   r->node_state = MPIC_NODE_UNKNOWN;
+  r->round = MPIC_ROUND_UNDECIDED;
   r->block_streak = MPIC_BLOCK_STREAK_START;
   __atomic_store_n(&r->live, 1, __ATOMIC_RELEASE);
   if (at == high) __atomic_store_n(&high, high + 1, __ATOMIC_RELEASE);

@@ -25,11 +25,14 @@ struct mpic_record {
   int *members; /* size ranks in MPI_COMM_WORLD, or NULL when they could not be read */
   struct mpic_node *node; /* set once the node path attached a window at the first call it takes */
   int node_state;         /* MPIC_NODE_UNKNOWN until then; MPIC_NODE_ATTACHED; MPIC_NODE_LIBRARY for good */
+  int round;              /* the node path's one round (node/round.c): MPIC_ROUND_UNDECIDED until the first
+                           * checked call agreed; then MPIC_ROUND_ON or MPIC_ROUND_OFF, the same on every member */
 };
 /* Agreed calls in a row that fit the small check block before it is used; a new communicator's
  * checks begin with it (agreement.c). */
 #define MPIC_BLOCK_STREAK_START 16
 enum { MPIC_NODE_UNKNOWN = 0, MPIC_NODE_ATTACHING, MPIC_NODE_ATTACHED, MPIC_NODE_LIBRARY };
+enum { MPIC_ROUND_UNDECIDED = 0, MPIC_ROUND_ON, MPIC_ROUND_OFF };
 
 /* A communicator XLA has just created: recorded, its errors returned to the
  * wrapper (dispatch.c ends the job with the library's words). Ends the job

@@ -15,10 +15,18 @@
  * be reading the halves of the communicator's last collective. */
 #define MPIC_NODE_CHUNK (512 * 1024)
 #define MPIC_NODE_STAMPS 4096
-#define MPIC_NODE_SHARE (MPIC_NODE_STAMPS + 3 * MPIC_NODE_CHUNK)
 #define MPIC_NODE_SLOT (MPIC_NODE_STAMPS + 2 * MPIC_NODE_CHUNK)
+/* Past the exchanges' slot, the one-round path's two buffers (round.c), used
+ * in turn by its rounds: a cache line of words, then at most
+ * MPIC_NODE_ROUND_MOST bytes of data. Apart from the halves, because a
+ * large call's check is a round whose data then go through the halves. */
+#define MPIC_NODE_ROUND_MOST 65536
+#define MPIC_NODE_ROUND_AT (MPIC_NODE_STAMPS + 3 * MPIC_NODE_CHUNK)
+#define MPIC_NODE_ROUND_STRIDE (64 + MPIC_NODE_ROUND_MOST)
+#define MPIC_NODE_SHARE (MPIC_NODE_ROUND_AT + 2 * MPIC_NODE_ROUND_STRIDE)
 #define MPIC_NODE_FINAL_AT 128 /* in the page, past the two stamps' cache lines */
 #define MPIC_NODE_PROBE_AT 192 /* in the page: this rank's pid and probe address (direct.c) */
+#define MPIC_NODE_ROUND_STOP_AT 256 /* in the page: the first round this rank does not run (round.c) */
 #define MPIC_NODE_STAMP_STRIDE 64 /* a cache line each: the two halves' stamps never share one (turns.c) */
 #define MPIC_NODE_WHERE_AT 40  /* in each stamp's cache line, past the stamp: the call's buffers (direct.c) */
 
@@ -42,7 +50,9 @@ struct mpic_node {
   uint64_t sig;          /* signature.h: kind, operation, datatype */
   int64_t count;
   uint64_t shape;        /* a reduce-scatter's parts, hashed: ranks may agree on the total alone */
-  int busy;              /* a caller is inside (turns.c: one at a time) */
+  int busy;              /* a caller is inside (turns.c, round.c: one at a time) */
+  uint64_t rounds;       /* the one-round path's rounds so far (round.c) */
+  int round_most;        /* the most data bytes a round carries, agreed (policy.c); 0: no round */
   struct mpic_record *record; /* whose window this is; NULL once the communicator is freed */
   int64_t order;         /* agreed by the window's ranks when it was made: the order of mpic_node_finalize */
   struct mpic_node *next; /* every window, live or forgotten, for mpic_node_finalize */

@@ -17,8 +17,10 @@
  *                   communicators' windows freed where all ranks agree,
  *                   and MPI_Finalize's frees, a long wait named
  *   across.c        a communicator over several nodes: the composed all-reduce
- *   turns.c         the chunks' turns, stamps and fences: the only file that
- *                   knows the memory model
+ *   turns.c         the chunks' turns, stamps and fences: the chunks' memory
+ *                   model (MPI_Win_sync and barriers)
+ *   round.c         the one round: a checked call's words and small data in
+ *                   per-rank buffers, published by sequence numbers
  *   pieces.c        the library's arithmetic on a piece, a call's parts
  *   allreduce.c, gather.c, reduce_scatter.c, exchange.c: one per collective */
 #ifndef MPI_COLLECTIVES_NODE_H
@@ -54,6 +56,54 @@ int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *a
  * library's error code from the one library call the path may make (the
  * all-reduce between nodes); anything else ends the job. */
 int mpic_node_run(const struct mpic_node_plan *plan, mpic_library_call call, void *args);
+
+/* The one round (round.c): where r's members share a node and the checks
+ * are on, each checked collective's signature, and its data up to
+ * MPI_COLLECTIVES_NODE_PATH_ROUND bytes, go through r's window in one round
+ * of per-rank sequence numbers, instead of the check's library call and the
+ * data's. Whether r has it is agreed once, at r's first checked call, after
+ * the library's check (mpic_node_round_decide, collective over r); every
+ * member then runs a round at every checked call on r. */
+int mpic_node_round_undecided(const struct mpic_record *r);
+int mpic_node_round_on(const struct mpic_record *r);
+/* Collective over r, at a call every member makes with the check agreed:
+ * r's round on (its window made) or off for good, alike on every member.
+ * phases_on: this rank is in a program's phases (phases.h), whose waits
+ * must be the library's check, which can give a wait up. */
+void mpic_node_round_decide(struct mpic_record *r, int phases_on);
+/* A call's shape where ranks may agree on its total alone (a reduce-scatter's
+ * parts, hashed), else 0. */
+uint64_t mpic_node_shape(const struct mpic_record *r, mpic_library_call call, const void *args);
+
+/* What a round carries: mode MPIC_ROUND_NONE (the check alone), a reduction
+ * (in_bytes of `in`; out_bytes of the result from byte out_from to `out`,
+ * reduced with type and op, elements of esize bytes), or a placement (this
+ * rank's in_bytes land at byte `at` of the out_bytes of `out`). */
+enum { MPIC_ROUND_NONE = 0, MPIC_ROUND_REDUCE, MPIC_ROUND_PLACE };
+struct mpic_round_call {
+  uint64_t sig, shape;
+  int64_t phase;
+  int phases_on;
+  int mode;
+  const void *in;
+  size_t in_bytes, at;
+  void *out;
+  size_t out_from, out_bytes;
+  MPIABI_Datatype type;
+  MPIABI_Op op;
+  int esize;
+};
+/* The round of a call on r (mpic_node_round_on said yes): MPIC_ROUND_DONE
+ * (agreed, its data moved), MPIC_ROUND_CHECKED (agreed; the data did not
+ * fit, the caller moves them), MPIC_ROUND_DISAGREE with *seen calloc'd:
+ * (signature, rank in MPI_COMM_WORLD, phase) of each member, for the
+ * dispatcher's sentence, or MPIC_ROUND_LEFT: this rank (phases_on: its
+ * program's phases began, whose waits must be ones the library's check can
+ * give up) or a peer left the rounds at this call; r's round is off from it
+ * on, on every member alike, and the caller checks this call the library's
+ * way. */
+enum { MPIC_ROUND_DONE = 1, MPIC_ROUND_CHECKED, MPIC_ROUND_DISAGREE, MPIC_ROUND_LEFT };
+int mpic_node_round(struct mpic_record *r, const struct mpic_round_call *c, int64_t **seen);
 
 /* r's communicator is about to be freed: r forgets its window, which stays
  * until a later window's making frees it where all its ranks agree, or

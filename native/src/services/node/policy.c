@@ -2,6 +2,7 @@
  * once per call by the dispatcher after the agreement check; and the call
  * run through the window with one caller at a time. */
 #include <string.h>
+#include "call_failed.h"
 #include "internal.h"
 #include "log.h"
 #include "node.h"
@@ -16,6 +17,14 @@ static int library_is_intel(void) {
     known = mpic_next_Get_library_version(text, &len) == 0 && strstr(text, "Intel(R) MPI") != NULL;
   }
   return known;
+}
+
+uint64_t mpic_node_shape(const struct mpic_record *r, mpic_library_call call, const void *args) {
+  if (call != mpic_call_reduce_scatter) return 0;
+  const struct mpic_reduce_scatter_args *a = args;
+  uint64_t shape = 1469598103934665603ull; /* FNV-1a over the parts */
+  for (int q = 0; q < r->size; q++) shape = (shape ^ (uint64_t)(uint32_t)a->counts[q]) * 1099511628211ull;
+  return shape;
 }
 
 /* A call as the path measures it: its collective's bit in
@@ -51,12 +60,9 @@ static int measure_of(const struct mpic_record *r, mpic_library_call call, const
     const struct mpic_reduce_scatter_args *a = args;
     if (a->send == MPIABI_IN_PLACE) return 0;
     int64_t total = 0;
-    uint64_t shape = 1469598103934665603ull; /* FNV-1a over the parts */
-    for (int q = 0; q < r->size; q++) {
-      total += a->counts[q];
-      shape = (shape ^ (uint64_t)(uint32_t)a->counts[q]) * 1099511628211ull;
-    }
-    *m = (struct measure){MPIC_NODE_PATH_COLLECTIVES_REDUCE_SCATTER, MPIC_REDUCE_SCATTER, a->type, a->op, total, shape};
+    for (int q = 0; q < r->size; q++) total += a->counts[q];
+    *m = (struct measure){MPIC_NODE_PATH_COLLECTIVES_REDUCE_SCATTER, MPIC_REDUCE_SCATTER, a->type, a->op, total,
+                          mpic_node_shape(r, call, args)};
     return 1;
   }
   if (call == mpic_call_sendrecv) {
@@ -101,6 +107,28 @@ static int allowed(struct mpic_record *r) {
     return 0;
   }
   return 1;
+}
+
+int mpic_node_round_undecided(const struct mpic_record *r) {
+  return __atomic_load_n(&r->round, __ATOMIC_ACQUIRE) == MPIC_ROUND_UNDECIDED;
+}
+
+int mpic_node_round_on(const struct mpic_record *r) { return __atomic_load_n(&r->round, __ATOMIC_ACQUIRE) == MPIC_ROUND_ON; }
+
+void mpic_node_round_decide(struct mpic_record *r, int phases_on) {
+  /* Every member asks allowed() the same (the settings it reads are the job's, its state agreed), and the
+   * round's size is the least any rank allows; a rank in phases says no. */
+  int most = mpic_settings.node_path_round < MPIC_NODE_ROUND_MOST ? mpic_settings.node_path_round : MPIC_NODE_ROUND_MOST;
+  int want = r->size >= 2 && most > 0 && !phases_on && allowed(r) ? most : 0, agreed = 0;
+  int ret = mpic_next_Allreduce(&want, &agreed, 1, MPIABI_INT, MPIABI_MIN, r->comm);
+  if (ret != 0) mpic_call_failed("MPI_Allreduce (the node path's)", ret);
+  struct mpic_node *n = agreed > 0 ? mpic_node_attach(r) : NULL; /* collective: the window, or none, agreed */
+  if (n && n->across == MPIABI_COMM_NULL) {
+    n->round_most = agreed;
+    mpic_log(2, "communicator %d: checked collectives in one round through its window, data up to %d bytes", r->id,
+             agreed);
+  }
+  __atomic_store_n(&r->round, n && n->across == MPIABI_COMM_NULL ? MPIC_ROUND_ON : MPIC_ROUND_OFF, __ATOMIC_RELEASE);
 }
 
 void mpic_node_created(struct mpic_record *r) {

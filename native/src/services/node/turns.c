@@ -1,5 +1,5 @@
 /* The chunks' turns (internal.h): the one protocol every collective of the
- * path follows, and the only file that knows MPI's memory model.
+ * path follows for its chunks, and the one file that knows their memory model.
  *
  * A chunk uses one of the two halves of every rank's share, in turn: a half
  * is written again two chunks later, only after a barrier that every rank
@@ -12,7 +12,8 @@
  * returning wrong numbers from later, correct calls. Open MPI's coll/xhc
  * keeps per-member sequence flags for the same reason.
  *
- * The memory model, as MPI states it: the window is in a passive-target
+ * The chunks' memory model, as MPI states it (round.c's one round synchronises
+ * its own buffers with sequence numbers, and says why): the window is in a passive-target
  * epoch for its whole life (MPI_Win_lock_all at attach, window.c), each
  * synchronisation is MPI_Win_sync, MPI_Barrier, MPI_Win_sync (MPI-4.0
  * 12.5.4 and 12.7: a barrier alone orders nothing for loads and stores to a
