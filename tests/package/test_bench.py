@@ -97,6 +97,17 @@ def test_bench_smoke(tmp_path):
                      proc.stdout, re.M), explain(proc)
     assert any(t["target"].startswith("the psum loop as a training step writes it") for t in data["targets"])
     assert png.stat().st_size > 10000
+    # The VMC iteration in plain JAX (monte_carlo.plain) over us, over gloo and as one rank: every chain
+    # draws from its own global index's key, so every rank count samples the same chains, and the energies
+    # agree to float32's rounding of the sums (a lost or doubled rank's part moves them by percents).
+    plain = {key: data["user_loops"][key]["vmc-plain"] for key in ("jax-mpi", "jax-gloo", "one-rank")}
+    for key, vmc in plain.items():
+        assert len(vmc["iteration"]) == 3 and vmc["chains"] == 16 and vmc["samples"] == 1008, (key, vmc)
+        assert vmc["params"] == 440 and 0.5 < vmc["acceptance"] <= 1, (key, vmc)
+        assert max(abs(a / b - 1) for a, b in zip(vmc["energies"], plain["jax-mpi"]["energies"])) <= 1e-4, \
+            (key, vmc["energies"], plain["jax-mpi"]["energies"])
+    assert re.search(r"^variational Monte Carlo in plain JAX \(1008 samples from 16 chains, .*RBM of 440 float32 "
+                     r"parameters", proc.stdout, re.M), explain(proc)
     if importlib.util.find_spec("netket") is not None:  # (the mpich configuration: scripts/setup_beside.sh)
         # NetKet's VMC iteration over us, over gloo and as one rank: the same seeds draw the same
         # samples, so the energies agree to the sums' rounding (a lost or doubled rank's part moves

@@ -60,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mpiabi.h"
@@ -463,6 +464,23 @@ static void round_early(void) {
   }
 }
 
+/* Not a test: ROUND_TIME_CALLS all-reduces of one double, timed ("TIME ns per call"), for profiling the
+ * wrapper's own cost of a small call (perf record on a rank). */
+static void round_time(void) {
+  MPIABI_Comm c = split();
+  const char *env = getenv("ROUND_TIME_CALLS");
+  long calls = env ? atol(env) : 100000;
+  double x = rank, y = 0;
+  for (int i = 0; i < 1000; i++) mpi.Allreduce(&x, &y, 1, mpi.DOUBLE, mpi.SUM, c);
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (long i = 0; i < calls; i++) mpi.Allreduce(&x, &y, 1, mpi.DOUBLE, mpi.SUM, c);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  double ns = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / calls;
+  printf("TIME rank %d: %.0f ns per call\n", rank, ns);
+  result("round-time", y == size * (size - 1) / 2.0, NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     printf("usage: node_path_harness WRAPPER.so SCENARIO\n");
@@ -500,6 +518,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(s, "round-mismatch")) round_mismatch();
   else if (!strcmp(s, "round-parts")) round_parts();
   else if (!strcmp(s, "round-early")) round_early();
+  else if (!strcmp(s, "round-time")) round_time();
   else {
     printf("FAIL unknown scenario %s\n", s);
     return 2;

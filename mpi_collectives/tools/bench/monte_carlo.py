@@ -53,3 +53,102 @@ def vmc(jax, iterations: int) -> dict:
         raise SystemExit(f"mpi-collectives bench: WRONG result: a VMC energy is not finite: {energies}")
     return {"iteration": [float(t) for t in np.diff(stamps[1:])], "energies": energies, "chains": chains,
             "samples": samples, "devices": devices, "netket": nk.__version__}
+
+
+# ---- the same loop in plain JAX: no NetKet needed (issue 66) ----
+SWEEP = SITES  # Metropolis steps between two samples of a chain: one proposed flip per site
+DIAG_SHIFT, LEARNING_RATE = 0.1, 0.02
+
+
+def plain(jax, iterations: int) -> dict:
+    """{"iteration": [seconds], "energies": [float], "acceptance", "chains", "samples", "devices",
+    "params"}: NetKet's iteration above written in plain JAX, so that any node measures it at any
+    rank count. The same problem (the 20-spin Ising ring, J = h = 1, a real RBM of alpha 1: 440
+    parameters), MetropolisLocal chains of one sweep a sample, and stochastic reconfiguration with
+    the S matrix formed and solved: per iteration, over every device of the job, the sums of the
+    local energies, their squares and the acceptances (scalars), of the log-derivatives (440
+    values), of their products with the energies (440) and with each other (S: 440 x 440, 774 KB
+    in float32). One jitted step under shard_map: each device runs its chains, the sums are psums.
+    Every chain draws from a key of its own global index, so every rank count samples the same
+    chains: the energies differ between rank counts and paths only by the sums' rounding (and the
+    acceptances that rounding flips)."""
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    from ...integration.jax_compat import process_local_array, shard_map
+
+    devices = jax.device_count()
+    chains = -(-CHAINS // devices) * devices
+    per_chain = -(-SAMPLES // chains)
+    per_device, n = chains // devices, SITES
+    total = chains * per_chain
+    mesh = Mesh(np.array(jax.devices()), ("x",))
+    f32 = jnp.float32
+
+    def log_psi(theta, s):  # theta: a (n), b (n), W (n x n), flat
+        a, b, w = theta[:n], theta[n:2 * n], theta[2 * n:].reshape(n, n)
+        return a @ s + jnp.sum(jnp.log(jnp.cosh(b + w @ s)))
+
+    def local_energy(theta, s):
+        here = log_psi(theta, s)
+        flipped = s[None, :] * (1 - 2 * jnp.eye(n, dtype=f32))  # row i: s with spin i flipped
+        ratios = jnp.exp(jax.vmap(log_psi, (None, 0))(theta, flipped) - here)
+        return jnp.sum(s * jnp.roll(s, -1)) - jnp.sum(ratios)
+
+    def run_chain(theta, key, s):
+        def propose(carry, k):
+            s, here, accepted = carry
+            k_site, k_accept = jax.random.split(k)
+            site = jax.random.randint(k_site, (), 0, n)
+            proposal = s.at[site].multiply(-1.0)
+            there = log_psi(theta, proposal)
+            take = jax.random.uniform(k_accept) < jnp.exp(2 * (there - here))
+            return (jnp.where(take, proposal, s), jnp.where(take, there, here), accepted + take), None
+
+        def sample(carry, k):
+            carry, _ = jax.lax.scan(propose, carry, jax.random.split(k, SWEEP))
+            return carry, carry[0]
+
+        (s, _, accepted), samples = jax.lax.scan(sample, (s, log_psi(theta, s), jnp.int32(0)),
+                                                 jax.random.split(key, per_chain))
+        return s, samples, accepted
+
+    def step(theta, states, it):
+        first = jax.lax.axis_index("x") * per_device
+        keys = jax.vmap(lambda c: jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(SEED), it[0]), c))(
+            first + jnp.arange(per_device))
+        states, samples, accepted = jax.vmap(run_chain, (None, 0, 0))(theta, keys, states)
+        x = samples.reshape(-1, n)
+        e = jax.vmap(local_energy, (None, 0))(theta, x)
+        o = jax.vmap(jax.grad(log_psi), (None, 0))(theta, x)
+        sums = jax.lax.psum((jnp.sum(e), jnp.sum(e * e), jnp.sum(accepted).astype(f32)), "x")
+        o_mean = jax.lax.psum(jnp.sum(o, 0), "x") / total
+        f = jax.lax.psum(o.T @ e, "x") / total
+        s_matrix = jax.lax.psum(o.T @ o, "x") / total
+        energy, second, took = sums[0] / total, sums[1] / total, sums[2] / (total * SWEEP)
+        s_matrix = s_matrix - jnp.outer(o_mean, o_mean)
+        f = f - o_mean * energy
+        theta = theta - LEARNING_RATE * jnp.linalg.solve(s_matrix + DIAG_SHIFT * jnp.eye(theta.size, dtype=f32), f)
+        return theta, states, jnp.stack([energy, second - energy * energy, took])[None]
+
+    sharded = NamedSharding(mesh, P("x"))
+    stepper = jax.jit(shard_map()(step, mesh=mesh, in_specs=(P(), P("x"), P()), out_specs=(P(), P("x"), P("x")),
+                                  check_vma=False))  # the chains' scan carries device-varying values
+    rng = np.random.default_rng(SEED)
+    theta = jnp.asarray(rng.normal(0, 0.01, 2 * n + n * n), f32)
+    start = rng.choice(np.array([-1.0, 1.0], np.float32), size=(chains, n))
+    mine = [i for i, d in enumerate(jax.devices()) if d.process_index == jax.process_index()]
+    states = process_local_array(sharded, start[mine[0] * per_device:(mine[-1] + 1) * per_device])
+    energies, variances, stamps, took = [], [], [], []
+    for it in range(iterations + 2):
+        theta, states, out = stepper(theta, states, jnp.asarray([it], jnp.int32))
+        row = np.asarray(out.addressable_data(0))[0]
+        energies.append(float(row[0]))
+        variances.append(float(row[1]))
+        took.append(float(row[2]))
+        stamps.append(time.perf_counter())
+    if not all(np.isfinite(energies)):
+        raise SystemExit(f"mpi-collectives bench: WRONG result: a plain VMC energy is not finite: {energies}")
+    return {"iteration": [float(t) for t in np.diff(stamps[1:])], "energies": energies, "variances": variances,
+            "acceptance": float(np.mean(took)), "chains": chains, "samples": total, "devices": devices,
+            "params": int(theta.size)}

@@ -104,24 +104,38 @@ def user_table(data) -> str:
     return "\n".join(lines)
 
 
-def vmc_paths(data) -> list:
-    """[(label, key, the VMC result)] of every launch that ran NetKet's iteration, ours first."""
+def vmc_paths(data, loop="vmc") -> list:
+    """[(label, key, the VMC result)] of every launch that ran the VMC iteration `loop` (NetKet's
+    "vmc", or "vmc-plain"), ours first."""
     loops = data.get("user_loops", {})
     named = (("ours", "jax-mpi"), ("XLA's own MPI", XLA), ("gloo", "jax-gloo"), ("1 rank", "one-rank"))
-    return [(label, key, loops[key]["vmc"]) for label, key in named if "vmc" in loops.get(key, {})]
+    return [(label, key, loops[key][loop]) for label, key in named if loop in loops.get(key, {})]
 
 
 def monte_carlo_lines(data) -> list:
-    """NetKet's VMC iteration (monte_carlo.py) over each path that ran it, and as one rank with the
-    node's every CPU; the energies of the paths against ours (the same seeds draw the same samples:
-    they differ only by the sums' rounding)."""
-    runs = vmc_paths(data)
-    if not runs or runs[0][1] != "jax-mpi":
-        return []
+    """The VMC iteration in plain JAX, and NetKet's (monte_carlo.py), over each path that ran it,
+    and as one rank with the node's every CPU; the energies of the paths against ours (the same
+    seeds draw the same samples: they differ only by the sums' rounding)."""
+    lines = []
+    for loop in ("vmc-plain", "vmc"):
+        runs = vmc_paths(data, loop)
+        if not runs or runs[0][1] != "jax-mpi":
+            continue
+        ours = runs[0][2]
+        if loop == "vmc":
+            title = (f"NetKet's variational Monte Carlo iteration ({ours['samples']} samples from {ours['chains']} "
+                     f"chains, 20-spin Ising ring, RBM, SR; NetKet {ours['netket']}; {placement(data)})")
+        else:
+            title = (f"variational Monte Carlo in plain JAX ({ours['samples']} samples from {ours['chains']} chains, "
+                     f"20-spin Ising ring, RBM of {ours['params']} float32 parameters, SR with its S matrix "
+                     f"all-reduced; {placement(data)})")
+        lines += vmc_table(data, runs, title + ", median ms per iteration")
+    return lines
+
+
+def vmc_table(data, runs, title) -> list:
     ours = runs[0][2]
-    lines = [f"\nNetKet's variational Monte Carlo iteration ({ours['samples']} samples from {ours['chains']} chains, "
-             f"20-spin Ising ring, RBM, SR; NetKet {ours['netket']}; {placement(data)}), median ms per iteration",
-             f"{'':24s} {'ms':>9} {'/ours':>7} {'energy vs ours':>15}"]
+    lines = [f"\n{title}", f"{'':24s} {'ms':>9} {'/ours':>7} {'energy vs ours':>15}"]
     mine = _ms(ours["iteration"])
     for label, key, run in runs:
         if key == "one-rank":

@@ -108,12 +108,15 @@ def run_jax(path, sizes, scale, out, ops=OPS):
 
 
 def monte_carlo_loop(jax, smoke: bool, scale: float) -> dict:
-    """{"vmc": NetKet's VMC iterations} where NetKet is installed (monte_carlo.py), else {}."""
+    """{"vmc-plain": the VMC iteration in plain JAX, "vmc": NetKet's where NetKet is installed}
+    (monte_carlo.py); the plain one first, in float32, before NetKet turns x64 on."""
     from . import monte_carlo
 
-    if not monte_carlo.available():
-        return {}
-    return {"vmc": monte_carlo.vmc(jax, 3 if smoke else max(10, int(60 * scale)))}
+    iterations = 3 if smoke else max(10, int(60 * scale))
+    loops = {"vmc-plain": monte_carlo.plain(jax, iterations)}
+    if monte_carlo.available():
+        loops["vmc"] = monte_carlo.vmc(jax, iterations)
+    return loops
 
 
 def run_step(scale, out):

@@ -41,19 +41,26 @@
 #include "signature.h"
 #include "waits.h"
 
-/* A rank's words for a round, in the first cache line of its buffer. */
+/* A rank's words for a round, in the first cache line of its buffer; data of at most INLINE bytes
+ * follow them in that line (a scalar psum's: the peers' one load of the line brings them), larger
+ * data begin at the next line. */
 struct head {
   uint64_t number; /* the round's number on the window: stored last (release), loaded first (acquire) */
   uint64_t sig, shape;
   int64_t phase;
-  uint64_t at, bytes; /* the data carried: where this rank's part lands in the result, its bytes; 0: none */
-  int32_t world;
+  uint32_t at, bytes; /* the data carried: where this rank's part lands in the result, its bytes; 0: none */
+  int32_t world, unused;
 };
-_Static_assert(sizeof(struct head) <= 64, "the words fit their cache line");
+#define INLINE 16
+_Static_assert(sizeof(struct head) + INLINE == 64, "the words and a scalar's data fill one cache line");
+_Static_assert(MPIC_NODE_ROUND_MOST <= UINT32_MAX, "a round's bytes fit the words");
 
 static char *buffer(const struct mpic_node *n, int q, uint64_t number) {
   return n->shares[q] + MPIC_NODE_ROUND_AT + (number & 1) * MPIC_NODE_ROUND_STRIDE;
 }
+
+/* Where a buffer's data of `bytes` lie. */
+static char *data(char *buffer, size_t bytes) { return buffer + (bytes <= INLINE ? sizeof(struct head) : 64); }
 
 /* The first round a rank does not run (0: it runs them), in its page of stamps: published by a rank that
  * has left the rounds instead of that round's words, so that peers waiting for them leave too. */
@@ -137,9 +144,9 @@ static void result(const struct mpic_node *n, uint64_t number, const struct mpic
     size_t esize = c->esize;
     int64_t count = (int64_t)(c->out_bytes / esize);
     char *out = c->out;
-    memcpy(out, buffer(n, 0, number) + 64 + c->out_from, c->out_bytes);
+    memcpy(out, data(buffer(n, 0, number), c->in_bytes) + c->out_from, c->out_bytes);
     for (int q = 1; q < n->size; q++)
-      mpic_node_reduce_local(buffer(n, q, number) + 64 + c->out_from, out, count, c->type, c->op);
+      mpic_node_reduce_local(data(buffer(n, q, number), c->in_bytes) + c->out_from, out, count, c->type, c->op);
     return;
   }
   size_t placed = 0;
@@ -152,7 +159,7 @@ static void result(const struct mpic_node *n, uint64_t number, const struct mpic
                  "at %llu of %zu). No result was returned. Fix: report this with the program",
                  n->world[n->rank], n->world[q], n->record_id, (unsigned long long)h->bytes,
                  (unsigned long long)h->at, c->out_bytes);
-    memcpy((char *)c->out + h->at, buffer(n, q, number) + 64, h->bytes);
+    memcpy((char *)c->out + h->at, data(buffer(n, q, number), h->bytes), h->bytes);
   }
 }
 
@@ -177,9 +184,9 @@ int mpic_node_round(struct mpic_record *r, const struct mpic_round_call *c, int6
   char *mine = buffer(n, n->rank, number);
   struct head *h = (struct head *)mine;
   int carried = fits(n, c);
-  if (carried) memcpy(mine + 64, c->in, c->in_bytes);
+  if (carried) memcpy(data(mine, c->in_bytes), c->in, c->in_bytes);
   h->sig = c->sig, h->shape = c->shape, h->phase = c->phase, h->world = n->world[n->rank];
-  h->at = carried ? c->at : 0, h->bytes = carried ? c->in_bytes : 0;
+  h->at = carried ? (uint32_t)c->at : 0, h->bytes = carried ? (uint32_t)c->in_bytes : 0;
   __atomic_store_n(&h->number, number, __ATOMIC_RELEASE);
   int all_carried = carried, agreed = 1, shaped = 1;
   mpic_wait_begin(); /* waiting for other ranks, as in a library call: what the stall report samples */
