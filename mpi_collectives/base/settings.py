@@ -86,12 +86,14 @@ TABLE = {
                                 "docs/security.md), agreed by every rank of a window; 0: every byte goes through "
                                 "the shared window (two copies), and no rank changes who may read it", SWITCH),
     "node_path_round": Setting("MPI_COLLECTIVES_NODE_PATH_ROUND", 65536, True,
-                               "with the checks on, on a communicator whose ranks share one node (and outside "
-                               "the pytest plugin's phases, whose waits can be given up): each all-reduce, "
-                               "all-gather and reduce-scatter XLA runs is checked, and its data up to this many "
-                               "bytes moved, in one round through the node path's window (no MPI call, no "
-                               "barrier), agreed by every rank (the least of theirs); 0: the check is the MPI "
-                               "library's all-reduce (at most 65536)", (0, 65536)),
+                               "with the checks on and the node path on (1 or 2, Intel MPI too), on a "
+                               "communicator whose ranks share one node (outside the pytest plugin's phases, "
+                               "whose waits can be given up): each all-reduce, all-gather and reduce-scatter "
+                               "XLA runs is checked, and its data moved where a rank reads at most this many "
+                               "bytes of its peers' (an all-reduce of 64 KiB at 2 ranks, 4 KiB at 17), in one "
+                               "round through the node path's window (no MPI call, no barrier), agreed by every "
+                               "rank (the least of theirs); 0: the check is the MPI library's all-reduce (at "
+                               "most 65536)", (0, 65536)),
     "devices_timeout": Setting("MPI_COLLECTIVES_DEVICES_TIMEOUT", 60, True,
                                "with several CPU devices per process: seconds the first of a process's devices "
                                "to reach a collective waits for the others before the job stops with a message "

@@ -58,6 +58,10 @@ struct mpic_node {
   struct mpic_node *next; /* every window, live or forgotten, for mpic_node_finalize */
 };
 
+/* policy.c: whether the library keeps the large collectives whatever the path could take (Intel MPI
+ * under MPI_COLLECTIVES_NODE_PATH=2): a window then serves the one round only. */
+int mpic_node_library_keeps_large(void);
+
 /* window.c: r's window made, or r left to the library for good (both
  * agreed over r's members); returns the window or NULL. Only inside a call
  * every member of r makes. */

@@ -163,12 +163,16 @@ static void result(const struct mpic_node *n, uint64_t number, const struct mpic
   }
 }
 
-/* Whether this rank's data travel in the round: they fit, and a reduction's datatype and operation are
- * signature.c's (predefined, contiguous, commutative: every rank reduces with the library's arithmetic). */
+/* Whether this rank's data travel in the round: they fit, a rank reads at most round_most bytes of its
+ * peers' (a reduction reads its result's bytes from every peer: at 16 ranks an all-reduce of 4 KiB
+ * where 2 ranks take 64 KiB, as a library's reduce-scatter and all-gather would move more ranks' parts
+ * apiece), and a reduction's datatype and operation are signature.c's (predefined, contiguous,
+ * commutative: every rank reduces with the library's arithmetic). */
 static int fits(const struct mpic_node *n, const struct mpic_round_call *c) {
-  if (c->mode == MPIC_ROUND_NONE || !c->in_bytes || c->in_bytes > (size_t)n->round_most ||
-      c->out_bytes > (size_t)n->round_most)
+  size_t most = (size_t)n->round_most;
+  if (c->mode == MPIC_ROUND_NONE || !c->in_bytes || c->in_bytes > most || c->out_bytes > most)
     return 0;
+  if (c->mode == MPIC_ROUND_REDUCE && c->out_bytes * (size_t)(n->size - 1) > most) return 0;
   return c->mode == MPIC_ROUND_PLACE ||
          (c->esize > 0 && c->out_bytes % (size_t)c->esize == 0 && mpic_type_name(c->type) && mpic_op_name(c->op));
 }

@@ -52,7 +52,11 @@ static void say_attached(const struct mpic_record *r, const struct mpic_node *n)
     if (mpic_settings.node_path_collectives & (1 << i))
       snprintf(which + strlen(which), sizeof which - strlen(which), "%s%s", which[0] ? "," : "",
                mpic_node_path_collectives_words[i]);
-  if (n->across == MPIABI_COMM_NULL)
+  if (mpic_node_library_keeps_large())
+    mpic_log(2, "communicator %d: %d ranks on one node: Intel MPI's own collectives (MPI_COLLECTIVES_NODE_PATH=1 "
+                "takes the node path); its window (%d KiB a rank) serves the one round",
+             r->id, r->size, MPIC_NODE_SHARE / 1024);
+  else if (n->across == MPIABI_COMM_NULL)
     mpic_log(2, "communicator %d: %d ranks on one node: %s from %d bytes through a shared window (%d KiB a rank; "
                 "up to %d bytes, 0: no limit)",
              r->id, r->size, which[0] ? which : "no collective", mpic_settings.node_path_min,
