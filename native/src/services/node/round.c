@@ -54,6 +54,8 @@ struct head {
 #define INLINE 16
 _Static_assert(sizeof(struct head) + INLINE == 64, "the words and a scalar's data fill one cache line");
 _Static_assert(MPIC_NODE_ROUND_MOST <= UINT32_MAX, "a round's bytes fit the words");
+_Static_assert(MPIC_NODE_ROUND_STOP_AT >= MPIC_NODE_PROBE_AT + 64 && MPIC_NODE_ROUND_STOP_AT + 8 <= MPIC_NODE_STAMPS,
+               "the stop word has a line of its own in the page");
 
 static char *buffer(const struct mpic_node *n, int q, uint64_t number) {
   return n->shares[q] + MPIC_NODE_ROUND_AT + (number & 1) * MPIC_NODE_ROUND_STRIDE;
