@@ -11,7 +11,10 @@
 set -euo pipefail
 src=${1:?an MPIwrapper source tree or git directory}
 out=${2:-/tmp/mpiwrapper}
-if [ "$(id -u)" = 0 ] && ! { command -v mpifort.openmpi && command -v gfortran && command -v cmake; } > /dev/null; then
+# (libopenmpi-dev too: Open MPI's runtime alone has mpicc.openmpi but no libmpi.so to link, and CMake's
+# first test fails with "cannot find -lmpi")
+if [ "$(id -u)" = 0 ] && ! { command -v mpifort.openmpi && command -v gfortran && command -v cmake &&
+                             dpkg -s libopenmpi-dev; } > /dev/null 2>&1; then
   { apt-get install -y -q --no-install-recommends openmpi-bin libopenmpi-dev gfortran cmake ||
     { apt-get update -q && apt-get install -y -q --no-install-recommends openmpi-bin libopenmpi-dev gfortran cmake; }; } \
     > /tmp/mpiwrapper-apt.log 2>&1 || { echo "build_mpiwrapper.sh: apt-get install failed" >&2; exit 1; }
