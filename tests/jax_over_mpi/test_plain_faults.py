@@ -71,7 +71,13 @@ def test_a_stalled_rank_of_a_plain_program_is_named_with_its_stacks(jax_env):
 
 @once
 def test_a_rank_of_a_plain_program_that_finishes_early_is_named(jax_env):
+    """Rank 0 waits in a psum's check: in the node path's round (its ranks share a node, the default), it
+    finds rank 1 at MPI_Finalize in the window at once; through the library's check, the peers watch names
+    rank 1 after MPI_COLLECTIVES_EXIT_TIMEOUT."""
     _, err, text = ended("exit", jax_env)
+    assert re.search(r"rank 0: rank 1 reached MPI_Finalize while this rank waits for it in all-reduce #\d+ \(sum of 4 "
+                     r"f32\) on communicator \d+", err), text
+    _, err, text = ended("exit", {**jax_env, "MPI_COLLECTIVES_NODE_PATH_ROUND": "0"})
     assert re.search(r"rank\(s\) 1 finished the program while rank 0 has waited \d+ s in MPI", err), text
 
 
