@@ -6,5 +6,9 @@
 #define MPI_COLLECTIVES_CALL_FAILED_H
 
 __attribute__((noreturn)) void mpic_call_failed(const char *function, int code);
+/* Something other than a library call failed on a peer's account (the node path reading a peer's memory,
+ * `function` naming it): where a rank of this node has died, the job ends naming it, as above; else this
+ * returns, for the caller's own sentence. */
+void mpic_end_if_a_peer_died(const char *function);
 
 #endif

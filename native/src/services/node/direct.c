@@ -109,6 +109,8 @@ static size_t publish(struct mpic_node *n, const void *in, const void *out) {
 
 void mpic_node_read_peer(struct mpic_node *n, int q, void *to, uint64_t from, size_t bytes) {
   int err = read_peer(n->pids[q], to, from, bytes);
+  /* most often the peer died (ESRCH) a moment before the peer watch names it: its sentence first */
+  if (err) mpic_end_if_a_peer_died("read of a peer's buffer in the node path");
   if (err)
     mpic_fatal("rank %d: reading rank %d's buffer in the node path (cross-memory attach) failed: %s. No result "
                "was returned. Fix: MPI_COLLECTIVES_NODE_PATH_DIRECT=0 (copies through the window)",
