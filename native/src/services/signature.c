@@ -108,6 +108,14 @@ void mpic_describe(uint64_t sig, char *out, size_t len) {
 }
 
 
+void mpic_call_words(uint64_t sig, unsigned long long number, long long count, char *out, size_t len) {
+  const char *kind, *op, *type;
+  long long signed_count;
+  mpic_signature_words(sig, &kind, &op, &type, &signed_count);
+  snprintf(out, len, "%s #%llu (%s%s%lld %s)", kind, number, op, *op ? " of " : "", count < 0 ? signed_count : count,
+           type);
+}
+
 void mpic_signature_words(uint64_t sig, const char **kind, const char **op, const char **type, long long *count) {
   unsigned k = (unsigned)(sig >> 56), o = (unsigned)(sig >> 48) & 0xff, t = (unsigned)(sig >> 40) & 0xff;
   *kind = k < COUNT(mpic_kind_names) ? mpic_kind_names[k] : "?";

@@ -38,6 +38,9 @@ void mpic_describe(uint64_t sig, char *out, size_t len);
 /* The same words without formatting (async-signal-safe): kind, reduction
  * ("" for none), datatype, and the element count (-1 for kinds without data). */
 void mpic_signature_words(uint64_t sig, const char **kind, const char **op, const char **type, long long *count);
+/* A call named in a sentence: "all-reduce #3 (sum of 262144 f32)", its number on its communicator and
+ * its exact element count given (the signature holds 40 bits of it; -1: the signature's). */
+void mpic_call_words(uint64_t sig, unsigned long long number, long long count, char *out, size_t len);
 /* "f32", or NULL for a datatype without a short name: the predefined,
  * contiguous ones XLA uses and a few more (signature.c's table). */
 const char *mpic_type_name(MPIABI_Datatype t);

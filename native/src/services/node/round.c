@@ -79,13 +79,12 @@ static inline void relax(void) {
 /* The sentence for a peer that ended its program while this rank waits in a round. */
 static __attribute__((noreturn)) void finalized(const struct mpic_node *n, int q, const struct head *mine,
                                                 unsigned seq) {
-  const char *kind, *op, *type;
-  long long count;
-  mpic_signature_words(mine->sig, &kind, &op, &type, &count);
-  mpic_fatal("rank %d: rank %d reached MPI_Finalize while this rank waits for it in %s #%u (%s%s%lld %s) on "
-             "communicator %d: the ranks ran different numbers of collectives. No result was returned. Fix: make "
-             "every rank run the same collectives (look for a rank-dependent loop or early return)",
-             n->world[n->rank], n->world[q], kind, seq, op, *op ? " of " : "", count, type, n->record_id);
+  char call[160];
+  mpic_call_words(mine->sig, seq, -1, call, sizeof call);
+  mpic_fatal("rank %d: rank %d reached MPI_Finalize while this rank waits for it in %s on communicator %d: the "
+             "ranks ran different numbers of collectives. No result was returned. Fix: make every rank run the "
+             "same collectives (look for a rank-dependent loop or early return)",
+             n->world[n->rank], n->world[q], call, n->record_id);
 }
 
 /* Until peer q's words for round `number` are there: 1; 0 where q has left the rounds before it. */
@@ -128,15 +127,13 @@ static int leave(struct mpic_record *r, struct mpic_node *n, uint64_t number) {
 
 /* Ranks that agree on a reduce-scatter's total but not on its parts (the library's check cannot see it). */
 static __attribute__((noreturn)) void parts_differ(const struct mpic_node *n, const struct head *mine, unsigned seq) {
-  const char *kind, *op, *type;
-  long long count;
-  mpic_signature_words(mine->sig, &kind, &op, &type, &count);
+  char call[160];
+  mpic_call_words(mine->sig, seq, -1, call, sizeof call);
   int q = 0;
   while (q < n->size && ((const struct head *)buffer(n, q, mine->number))->shape == mine->shape) q++;
-  mpic_fatal("rank %d: the ranks called %s #%u (%s%s%lld %s) on communicator %d in parts of other sizes (rank %d's "
-             "differ from this rank's). No result was returned. Fix: give every rank the same parts (recvcounts)",
-             n->world[n->rank], kind, seq, op, *op ? " of " : "", count, type,
-             n->record_id, q < n->size ? n->world[q] : -1);
+  mpic_fatal("rank %d: the ranks called %s on communicator %d in parts of other sizes (rank %d's differ from this "
+             "rank's). No result was returned. Fix: give every rank the same parts (recvcounts)",
+             n->world[n->rank], call, n->record_id, q < n->size ? n->world[q] : -1);
 }
 
 /* The ranks' words agree and every rank's data came: the result from the buffers. Every rank

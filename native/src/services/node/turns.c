@@ -20,7 +20,6 @@
  * shared window), and the window is in the unified model (window.c checks).
  * A rank waits in MPI_Barrier, where the stall report, the peer watch and
  * SIGTERM find it. */
-#include <stdio.h>
 #include "call_failed.h"
 #include "end_job.h"
 #include "internal.h"
@@ -86,13 +85,8 @@ static int same(const struct stamp *a, const struct stamp *b) {
          a->sig == b->sig;
 }
 
-/* "all-reduce #3 (sum of 262144 f32)" */
 static void words(const struct stamp *s, char *out, size_t len) {
-  const char *kind, *op, *type;
-  long long ignored;
-  mpic_signature_words(s->sig, &kind, &op, &type, &ignored);
-  snprintf(out, len, "%s #%llu (%s%s%lld %s)", kind, (unsigned long long)s->call, op, *op ? " of " : "",
-           (long long)s->count, type);
+  mpic_call_words(s->sig, (unsigned long long)s->call, (long long)s->count, out, len);
 }
 
 void mpic_turn_publish(struct mpic_node *n, size_t half) {
