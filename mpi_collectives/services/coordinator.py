@@ -116,6 +116,10 @@ class Listeners:
 
     def __init__(self, addresses, port, settings):
         self.addresses = list(addresses)
+        # set before the first try: a try whose second address finds the
+        # first's port taken closes what it opened, and close() reads these
+        self._stop = threading.Event()
+        self._thread = None
         for attempt in range(50):
             self.sockets = []
             try:
@@ -135,8 +139,6 @@ class Listeners:
             raise InitializeError(
                 f"mpi-collectives: rank 0 found no port free on all of {', '.join(self.addresses)} in 50 tries. "
                 "Fix: set MPI_COLLECTIVES_PORT to a free port, or MPI_COLLECTIVES_INTERFACE to one network.")
-        self._stop = threading.Event()
-        self._thread = None
 
     def accept_in_background(self):
         def serve():

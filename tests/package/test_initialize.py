@@ -265,6 +265,38 @@ def test_other_ranks_wait_for_the_coordinator_to_listen():
     assert 0.5 <= time.monotonic() - start < 5
 
 
+def test_a_port_taken_on_a_second_address_is_tried_again(monkeypatch):
+    """Rank 0 listens on one port on every address it offers; where the port the first address
+    found is taken on another, it tries a new port. That retry once ended the job with
+    "AttributeError: 'Listeners' object has no attribute '_thread'" (the Open MPI cluster run)."""
+    import errno
+    import socket
+
+    from mpi_collectives.services import coordinator
+
+    taken = []
+
+    class FirstTryTaken(socket.socket):
+        def bind(self, address):
+            if address[0] == "127.0.0.2" and not taken:
+                taken.append(address[1])
+                raise OSError(errno.EADDRINUSE, "Address already in use")
+            return super().bind(address)
+
+    monkeypatch.setattr(coordinator.socket, "socket", FirstTryTaken)
+    listeners = coordinator.Listeners(["127.0.0.1", "127.0.0.2"], 0, None)
+    try:
+        assert taken and listeners.port != 0
+        assert [s.getsockname() for s in listeners.sockets] == [("127.0.0.1", listeners.port),
+                                                                 ("127.0.0.2", listeners.port)]
+        listeners.accept_in_background()
+        with socket.create_connection(("127.0.0.2", listeners.port), timeout=5):
+            pass
+    finally:
+        listeners.close()
+    assert listeners.sockets == [] and listeners._thread is None
+
+
 @pytest.mark.jax
 # One value on each more family (what its launcher does with an error found before MPI starts).
 @pytest.mark.parametrize("variable, value, allowed", [
