@@ -141,7 +141,8 @@ def cmd_info(args) -> int:
         if tuned:  # what initialize() would give the native layer: tune's measurement
             chosen = dataclasses.replace(chosen, node_path=tuned[0], node_path_collectives=tuned[1],
                                          node_path_min=tuned[2], node_path_max=tuned[3],
-                                         node_path_across_nodes=tuned[4])
+                                         node_path_across_nodes=tuned[4], node_path_direct=tuned[5],
+                                         node_path_round=tuned[6])
         info["node_path"] = node_path.describe(placements, chosen)
         info["tunings"] = tunings_initialize_would_apply(info["rank"], placements)
         info["job"] = job_wide_choices(info["rank"], info["size"], info["thread_level"])

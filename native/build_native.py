@@ -39,7 +39,8 @@ WRAPPER_API = """
     int mpic_set_local_devices(int n);
     int mpic_max_local_devices(void);
     int mpic_bind_callers(const int *cpus, int n);
-    int mpic_set_node_path(int mode, int collectives, int min_bytes, int max_bytes, int across_nodes);
+    int mpic_set_node_path(int mode, int collectives, int min_bytes, int max_bytes, int across_nodes, int direct,
+                           int round);
     int mpic_set_finalize_waits(double report_s, double limit_s);
     int mpic_callers_moved(void);
     int mpic_trampoline_attached(void);

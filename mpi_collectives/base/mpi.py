@@ -192,15 +192,16 @@ def set_local_devices(n: int) -> None:
         raise ValueError(n)
 
 
-def set_node_path(mode: int, collectives: str, min_bytes: int, max_bytes: int, across_nodes: int) -> None:
+def set_node_path(mode: int, collectives: str, min_bytes: int, max_bytes: int, across_nodes: int, direct: int,
+                  round_bytes: int) -> None:
     """Give the native layer the node path's settings (MPI_COLLECTIVES_NODE_PATH, _COLLECTIVES as
-    the setting writes it, _MIN, _MAX, _ACROSS_NODES), before XLA creates its first communicator:
-    what `mpi-collectives tune` measured (library_settings.py)."""
+    the setting writes it, _MIN, _MAX, _ACROSS_NODES, _DIRECT, _ROUND), before XLA creates its first
+    communicator: what `mpi-collectives tune` measured (library_settings.py)."""
     from .settings import TABLE
     words = TABLE["node_path_collectives"].allowed.words
     bits = sum(1 << words.index(w) for w in collectives.split(",") if w)
-    if _native()[1].mpic_set_node_path(mode, bits, min_bytes, max_bytes, across_nodes) != 0:
-        raise ValueError((mode, collectives, min_bytes, max_bytes, across_nodes))
+    if _native()[1].mpic_set_node_path(mode, bits, min_bytes, max_bytes, across_nodes, direct, round_bytes) != 0:
+        raise ValueError((mode, collectives, min_bytes, max_bytes, across_nodes, direct, round_bytes))
 
 
 def set_finalize_waits(report_s: float, limit_s: float) -> None:

@@ -98,7 +98,7 @@ def node_path_values(node_path) -> dict:
     write them, {MPI_COLLECTIVES_NODE_PATH*: value}: the collectives in the settings' order (a
     tuning file may list them in another), "none" for an entry that names none (the path off)."""
     from ..base.settings import TABLE
-    mode, collectives, low, high, across = node_path
+    mode, collectives, low, high, across = node_path[:5]  # the last two (direct, round) each window agrees on
     words = collectives.split(",")
     collectives = ",".join(w for w in TABLE["node_path_collectives"].allowed.words if w in words) or "none"
     return dict(zip(library_settings.NODE_PATH_VARIABLES, (str(v) for v in (mode, collectives, low, high, across))))

@@ -37,13 +37,16 @@ rank alone, so it needs none of the care above.
 And the node path's choice tune measured (node_path: {"mode": 0 or 1,
 "collectives", "min", "max"}, and "across_nodes": 0 or 1 in an entry measured
 over several nodes: MPI_COLLECTIVES_NODE_PATH, _COLLECTIVES, _MIN, _MAX and
-_ACROSS_NODES), which initialize() gives the native layer where you set none of
-them (node_path_for_this_process()).
+_ACROSS_NODES; "direct": 0 or 1 and "round": bytes in an entry measured on one
+node: _DIRECT and _ROUND, absent from older entries, whose jobs keep the
+settings' values), which initialize() gives the native layer where you set none
+of them (node_path_for_this_process()). "mode": 1 with no collectives is the
+round alone: the library's large collectives, the small ones in one round.
 Every rank of a job that uses an entry uses the same one (the rule above), so
 the ranks of a node agree on which collectives go through the path; ranks whose
 files differ (a file of each rank's own, nodes of two kinds sharing one) are
-stopped by job_choices.py, which compares the five as the native layer will
-hold them.
+stopped by job_choices.py, which compares the first five as the native layer will
+hold them (the ranks of a window agree on the other two when they make it).
 """
 import collections
 import json
@@ -62,6 +65,9 @@ BUILT_IN_BINDING = 1
 NODE_PATH_VARIABLES = ("MPI_COLLECTIVES_NODE_PATH", "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES",
                        "MPI_COLLECTIVES_NODE_PATH_MIN", "MPI_COLLECTIVES_NODE_PATH_MAX",
                        "MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES")
+# ... and the two more an entry measured on one node may hold, which each window's ranks agree on.
+NODE_PATH_TUNED = NODE_PATH_VARIABLES + ("MPI_COLLECTIVES_NODE_PATH_DIRECT", "MPI_COLLECTIVES_NODE_PATH_ROUND")
+ROUND_MOST = 65536  # MPI_COLLECTIVES_NODE_PATH_ROUND's largest (the round buffers' size in the window)
 NODE_PATH_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 
 Variable = collections.namedtuple("Variable", "name values ops implies by_size", defaults=(False,))
@@ -302,14 +308,17 @@ def _check_entry(path: str, entry) -> None:
         raise Refused(f"{path} sets bind_cpus={bind!r}, which is not one of {', '.join(map(str, BINDINGS))}")
     node = entry.get("node_path", {"mode": 0, "collectives": "", "min": 0, "max": 0})
     keys = {"mode", "collectives", "min", "max"}
-    if (not isinstance(node, dict) or set(node) - {"across_nodes"} != keys or node["mode"] not in (0, 1)
-            or not isinstance(node["collectives"], str)
+    if (not isinstance(node, dict) or set(node) - {"across_nodes", "direct", "round"} != keys
+            or node["mode"] not in (0, 1) or not isinstance(node["collectives"], str)
             or any(w not in NODE_PATH_COLLECTIVES for w in node["collectives"].split(",") if node["collectives"])
             or any(type(node[k]) is not int or not 0 <= node[k] < 2 ** 31 for k in ("mode", "min", "max"))
-            or node.get("across_nodes", 0) not in (0, 1) or type(node.get("across_nodes", 0)) is not int):
+            or any(type(node.get(k, 0)) is not int for k in ("across_nodes", "direct", "round"))
+            or node.get("across_nodes", 0) not in (0, 1) or node.get("direct", 1) not in (0, 1)
+            or not 0 <= node.get("round", 0) <= ROUND_MOST):
         raise Refused(f"{path} sets node_path={node!r}, which is not {{\"mode\": 0 or 1, \"collectives\": "
                       f"\"{','.join(NODE_PATH_COLLECTIVES)}\" or some of them, \"min\": bytes, \"max\": bytes}}, "
-                      f"with \"across_nodes\": 0 or 1 or without")
+                      f"with \"across_nodes\": 0 or 1, \"direct\": 0 or 1, \"round\": 0 to {ROUND_MOST} "
+                      "bytes, or without them")
     impl = entry.get("implementation")
     allowed = known(impl)
     for name, value in entry["settings"].items():
@@ -432,18 +441,20 @@ def users_node_path(settings, environ=os.environ) -> bool:
     """Whether you chose any of the node path's settings (in the environment, or as initialize()'s
     keywords): asked before initialize() exports every native setting to the environment."""
     from ..base.settings import TABLE
-    names = ("node_path", "node_path_collectives", "node_path_min", "node_path_max", "node_path_across_nodes")
+    names = ("node_path", "node_path_collectives", "node_path_min", "node_path_max", "node_path_across_nodes",
+             "node_path_direct", "node_path_round")
     return (any(TABLE[name].var in environ for name in names)
             or any(getattr(settings, name) != TABLE[name].default for name in names))
 
 
 def node_path_for_this_process(settings, users_own: bool, environ=os.environ) -> tuple:
-    """((mode, collectives, min, max, across_nodes) for the native layer, as the settings write
-    them, or None to keep the settings as they are; the line for Info.tunings, "" where there is
-    nothing to say): what `mpi-collectives tune` measured for this MPI installation and this job's
-    shape (the tuning file's entry, as for the library's settings), unless you chose any of
-    MPI_COLLECTIVES_NODE_PATH, _COLLECTIVES, _MIN, _MAX or _ACROSS_NODES (users_own:
-    users_node_path()'s answer): then yours, all five."""
+    """((mode, collectives, min, max, across_nodes, direct, round) for the native layer, as the
+    settings write them, or None to keep the settings as they are; the line for Info.tunings, ""
+    where there is nothing to say): what `mpi-collectives tune` measured for this MPI installation
+    and this job's shape (the tuning file's entry, as for the library's settings; an entry without
+    "direct" or "round" keeps the settings' values), unless you chose any of MPI_COLLECTIVES_NODE_PATH,
+    _COLLECTIVES, _MIN, _MAX, _ACROSS_NODES, _DIRECT or _ROUND (users_own: users_node_path()'s
+    answer): then yours, all seven."""
     if users_own:
         return None, ""
     entry, _ = tuned_entry(mpi.library_version(), mpi.library(), environ, path=settings.tuning_file)
@@ -451,16 +462,24 @@ def node_path_for_this_process(settings, users_own: bool, environ=os.environ) ->
         return None, ""
     node, when = entry["node_path"], entry.get("date", "?")
     across = node.get("across_nodes", 0)
-    chosen = (node["mode"], node["collectives"], node["min"], node["max"], across)
+    direct, round_bytes = node.get("direct", settings.node_path_direct), node.get("round", settings.node_path_round)
+    chosen = (node["mode"], node["collectives"], node["min"], node["max"], across, direct, round_bytes)
+    measured = f"measured by mpi-collectives tune on {when}"
     if not node["mode"]:
         return chosen, (f"node-path: off (MPI_COLLECTIVES_NODE_PATH=0: the library's own collectives measured "
                         f"faster by mpi-collectives tune on {when})")
+    small = (f"; small collectives in one round up to {round_bytes} bytes of the peers' data "
+             f"(MPI_COLLECTIVES_NODE_PATH_ROUND={round_bytes})" if round_bytes else
+             "; no round for small collectives (MPI_COLLECTIVES_NODE_PATH_ROUND=0)") if "round" in node else ""
+    reads = "" if direct or not node["collectives"] else \
+        "; every byte through the window, no reads in place (MPI_COLLECTIVES_NODE_PATH_DIRECT=0)"
+    if not node["collectives"]:
+        return chosen, (f"node-path: the library's own large collectives{small} ({measured})")
     upto = f" to {node['max']}" if node["max"] else ""
     composed = ", all-reduces across nodes composed with each node's window" if across else ""
-    return chosen, (f"node-path: {node['collectives']} from {node['min']}{upto} bytes{composed} "
+    return chosen, (f"node-path: {node['collectives']} from {node['min']}{upto} bytes{composed}{reads}{small} "
                     f"(MPI_COLLECTIVES_NODE_PATH_COLLECTIVES={node['collectives']}, _MIN={node['min']}, "
-                    f"_MAX={node['max']}{', _ACROSS_NODES=1' if across else ''}: measured by mpi-collectives tune "
-                    f"on {when})")
+                    f"_MAX={node['max']}{', _ACROSS_NODES=1' if across else ''}: {measured})")
 
 
 def set_for_this_process(settings, apply=True) -> str:

@@ -33,8 +33,12 @@ def describe(placements: list, chosen, free=None) -> str:
     need = most * WINDOW_PER_RANK
     free = shm_free() if free is None else free
     upto = f" and at most {chosen.node_path_max}" if chosen.node_path_max else ""
-    line = (f"on: {chosen.node_path_collectives} of at least {chosen.node_path_min}{upto} "
-            f"bytes among ranks of one node through a shared window of MPI's ({need // 1024} KiB of shared memory for {most} ranks, per communicator)")
+    window = f"a shared window of MPI's ({need // 1024} KiB of shared memory for {most} ranks, per communicator)"
+    if chosen.node_path_collectives:
+        line = (f"on: {chosen.node_path_collectives} of at least {chosen.node_path_min}{upto} "
+                f"bytes among ranks of one node through {window}")
+    else:  # a tuning entry's round alone: the library's own large collectives
+        line = f"on for small collectives only (large ones are the library's own), through {window}"
     if chosen.node_path_round and chosen.check_collectives:
         line += (f"; every checked collective's check, and its data up to {chosen.node_path_round} bytes, in one "
                  "round through it (MPI_COLLECTIVES_NODE_PATH_ROUND)")

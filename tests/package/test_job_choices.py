@@ -290,6 +290,36 @@ def test_ranks_whose_tuning_files_differ_in_the_node_path_stop_the_job_with_one_
     assert proc.seconds < 60, text
 
 
+@pytest.mark.jax
+@pytest.mark.skipif(not ONCE, reason="a tuning file's entry handed to the native layer, the same on every family: "
+                    "the mpich configuration runs it")
+@pytest.mark.parametrize("node, said", [
+    # the library's large collectives measured faster, the round not slower: the round alone
+    ({"mode": 1, "collectives": "", "min": 0, "max": 0, "direct": 1, "round": 4096},
+     ["the library's own large collectives; its window (", "checked collectives in one round through its window, "
+      "data up to 4096 bytes"]),
+    # the window's copies measured faster than reading in place, the round slower: neither
+    ({"mode": 1, "collectives": "all-reduce", "min": 0, "max": 0, "direct": 0, "round": 0},
+     ["all-reduce from 0 bytes through a shared window", "do not read each other's buffers in place (cross-memory "
+      "attach): MPI_COLLECTIVES_NODE_PATH_DIRECT=0"])])
+def test_the_windows_reads_and_the_rounds_limit_tune_measured_reach_the_native_layer(tmp_path, node, said):
+    """tune's "direct" and "round" (a node path entry measured on one node) are what each window's
+    ranks agree on, and the job's psum stays exact."""
+    info = json.loads(run([sys.executable, "-m", "mpi_collectives", "info", "--json"], cwd=HERE).stdout)
+    from mpi_collectives.services import library_settings
+    path = tuning_file(tmp_path, entry(
+        implementation=library_settings.implementation(info["version"]), version=info["version"],
+        library=os.path.realpath(info["library"]), cpus=os.cpu_count(), settings={}, node_path=node))
+    unset = {name: None for name in library_settings.NODE_PATH_TUNED}  # yours would take the file's out of play
+    proc = launch(2, {**unset, "MPI_COLLECTIVES_TUNING_FILE": path, "MPI_COLLECTIVES_VERBOSE": "2"})
+    text = explain(proc)
+    assert proc.returncode == 0 and proc.stdout.count("EXACT rank") == 2, text
+    for words in said:
+        assert words in proc.stderr, text
+    if not node["round"]:
+        assert "in one round" not in proc.stderr, text
+
+
 # Every setting of the package, by what a rank with a value of its own gets: compared after MPI_Init
 # (the job stops with one line), or acting on that rank alone (the job runs), with the value the
 # launch below gives one rank; a new setting must be placed here.

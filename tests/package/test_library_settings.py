@@ -145,7 +145,10 @@ def test_the_binding_tune_measured_is_taken_unless_you_chose_one(tmp_path, monke
                                   {"mode": 1, "collectives": "broadcast", "min": 0, "max": 0},
                                   {"mode": 1, "min": 262144, "max": 0}, "on",
                                   {"mode": 1, "collectives": "all-reduce", "min": 0, "max": 0, "across_nodes": 2},
-                                  {"mode": 1, "collectives": "all-reduce", "min": 0, "max": 0, "across": 1}])
+                                  {"mode": 1, "collectives": "all-reduce", "min": 0, "max": 0, "across": 1},
+                                  {"mode": 1, "collectives": "", "min": 0, "max": 0, "direct": 2, "round": 0},
+                                  {"mode": 1, "collectives": "", "min": 0, "max": 0, "direct": 1, "round": 65537},
+                                  {"mode": 1, "collectives": "", "min": 0, "max": 0, "direct": 1, "round": "4096"}])
 def test_a_file_with_node_path_limits_initialize_does_not_know_is_refused_whole(node, tmp_path):
     path = write(tmp_path, entry(node_path=node))
     chosen, line = decide(path=path)
@@ -159,7 +162,7 @@ def test_the_node_path_tune_measured_is_taken_unless_you_chose_any_of_its_settin
     monkeypatch.setattr(mpi, "library_version", lambda: MPICH)
     monkeypatch.setattr(mpi, "library", lambda: LIB)
     monkeypatch.setattr(s, "node_cpus", lambda: 16)
-    for name in s.NODE_PATH_VARIABLES:
+    for name in s.NODE_PATH_TUNED:
         monkeypatch.delenv(name, raising=False)
     one_node = {"PMI_RANK": "0", "PMI_SIZE": "2", "MPI_LOCALNRANKS": "2"}
     path = write(tmp_path, entry(node_path={"mode": 1, "collectives": "all-reduce,all-gather", "min": 1048576,
@@ -167,26 +170,44 @@ def test_the_node_path_tune_measured_is_taken_unless_you_chose_any_of_its_settin
     chosen = settings.read(tuning_file=path)
     assert not s.users_node_path(chosen, one_node)
     assert s.node_path_for_this_process(chosen, False, one_node) == (
-        (1, "all-reduce,all-gather", 1048576, 16777216, 0),
+        (1, "all-reduce,all-gather", 1048576, 16777216, 0, 1, 65536),  # no direct, no round: the settings' own
         "node-path: all-reduce,all-gather from 1048576 to 16777216 bytes (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES="
         "all-reduce,all-gather, _MIN=1048576, _MAX=16777216: measured by mpi-collectives tune on 2026-11-27)")
     # Yours, in the environment or as a keyword: all four stay yours.
     assert s.users_node_path(chosen, dict(one_node, MPI_COLLECTIVES_NODE_PATH_MAX="0"))
     assert s.users_node_path(settings.read(tuning_file=path, node_path_min=4096), one_node)
     assert s.users_node_path(chosen, dict(one_node, MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES="0"))
+    assert s.users_node_path(chosen, dict(one_node, MPI_COLLECTIVES_NODE_PATH_ROUND="65536"))
+    assert s.users_node_path(settings.read(tuning_file=path, node_path_direct=0), one_node)
     assert s.node_path_for_this_process(chosen, True, one_node) == (None, "")
     # Measured slower everywhere: off, and said so.
     path = write(tmp_path, entry(node_path={"mode": 0, "collectives": "", "min": 0, "max": 0}, date="2026-11-27"))
     got = s.node_path_for_this_process(settings.read(tuning_file=path), False, one_node)
-    assert got[0] == (0, "", 0, 0, 0) and got[1].startswith("node-path: off (MPI_COLLECTIVES_NODE_PATH=0"), got
+    assert got[0] == (0, "", 0, 0, 0, 1, 65536) and got[1].startswith("node-path: off (MPI_COLLECTIVES_NODE_PATH=0"), got
     # Measured over several nodes: the all-reduce composed across them.
     path = write(tmp_path, entry(node_path={"mode": 1, "collectives": "all-reduce", "min": 262144, "max": 0,
                                             "across_nodes": 1}, date="2026-11-28"))
     assert s.node_path_for_this_process(settings.read(tuning_file=path), False, one_node) == (
-        (1, "all-reduce", 262144, 0, 1),
+        (1, "all-reduce", 262144, 0, 1, 1, 65536),
         "node-path: all-reduce from 262144 bytes, all-reduces across nodes composed with each node's window "
         "(MPI_COLLECTIVES_NODE_PATH_COLLECTIVES=all-reduce, _MIN=262144, _MAX=0, _ACROSS_NODES=1: measured by "
         "mpi-collectives tune on 2026-11-28)")
+    # Measured on one node: the window's copies where reading in place was slower, the round's limit.
+    path = write(tmp_path, entry(node_path={"mode": 1, "collectives": "all-reduce", "min": 262144, "max": 0,
+                                            "direct": 0, "round": 4096}, date="2026-11-29"))
+    assert s.node_path_for_this_process(settings.read(tuning_file=path), False, one_node) == (
+        (1, "all-reduce", 262144, 0, 0, 0, 4096),
+        "node-path: all-reduce from 262144 bytes; every byte through the window, no reads in place "
+        "(MPI_COLLECTIVES_NODE_PATH_DIRECT=0); small collectives in one round up to 4096 bytes of the peers' data "
+        "(MPI_COLLECTIVES_NODE_PATH_ROUND=4096) (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES=all-reduce, _MIN=262144, "
+        "_MAX=0: measured by mpi-collectives tune on 2026-11-29)")
+    # The library's large collectives faster, the round faster than its check and call: the round alone.
+    path = write(tmp_path, entry(node_path={"mode": 1, "collectives": "", "min": 0, "max": 0, "direct": 1,
+                                            "round": 65536}, date="2026-11-29"))
+    assert s.node_path_for_this_process(settings.read(tuning_file=path), False, one_node) == (
+        (1, "", 0, 0, 0, 1, 65536),
+        "node-path: the library's own large collectives; small collectives in one round up to 65536 bytes of the "
+        "peers' data (MPI_COLLECTIVES_NODE_PATH_ROUND=65536) (measured by mpi-collectives tune on 2026-11-29)")
     # Another shape, or an entry without it: the settings as they are.
     assert s.node_path_for_this_process(chosen, False, dict(one_node, PMI_SIZE="3", MPI_LOCALNRANKS="3")) == \
         (None, "")

@@ -73,7 +73,14 @@ def test_tune_writes_what_initialize_then_uses(tmp_path):
     # and what initialize() would give the native layer in info --init.
     node = entry["node_path"]
     assert sorted(entry["measured"]["node_path"]) == sorted(map(str, [65536, 262144, 1048576])), entry
-    if node["mode"]:
+    # ... the window's copies or reads in place, and the round's limit, measured on this node too
+    assert node["direct"] in (0, 1) and node["round"] in (0, 8, 512, 4096, 65536), entry
+    assert sorted(entry["measured"]["node_path_round"], key=int) == ["8", "512", "4096", "65536"], entry
+    assert entry["measured"]["node_path_window_vs_direct"] > 0, entry
+    if node["mode"] and not node["collectives"]:
+        assert "node-path: the library's own large collectives; small collectives in one round" in proc.stdout, \
+            explain(proc)
+    elif node["mode"]:
         assert node["min"] in (65536, 262144, 1048576) and node["max"] in (0, 65536, 262144), entry
         assert set(node["collectives"].split(",")) <= {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"}
         assert f"node-path: {node['collectives']} from {node['min']}" in proc.stdout, explain(proc)
@@ -330,10 +337,11 @@ def test_the_node_path_takes_the_collectives_and_sizes_where_it_was_faster(ratio
         assert both["collectives"] == "all-reduce,all-gather", both
 
 
-def measured_node_path(monkeypatch, path_ratio):
+def measured_node_path(monkeypatch, path_ratio, window_ratio=1.0, round_ratio=1.0):
     """tune.measure replaced: the path (MPI_COLLECTIVES_NODE_PATH=1) path_ratio times the library's
-    time at every size; returns the list of its calls (path, ops, settings). None of the node path's
-    settings in the environment."""
+    time at every size, window_ratio times more with every byte through its window (_DIRECT=0), and
+    with the round round_ratio(size) times without (_ROUND=0); returns the list of its calls (path,
+    ops, settings). None of the node path's settings in the environment."""
     from mpi_collectives.services import library_settings
     from mpi_collectives.tools.bench import tune
     calls = []
@@ -341,9 +349,13 @@ def measured_node_path(monkeypatch, path_ratio):
     def measure(_args, path, sizes, ops, settings):
         calls.append((path, list(ops), settings))
         faster = path_ratio if settings["MPI_COLLECTIVES_NODE_PATH"] == "1" else 1.0
-        return {op: {b: faster * b for b in sizes} for op in ops}
+        if settings.get("MPI_COLLECTIVES_NODE_PATH_DIRECT") == "0":
+            faster *= window_ratio
+        rounds = settings.get("MPI_COLLECTIVES_NODE_PATH_ROUND", "0") != "0"
+        return {op: {b: faster * b * (round_ratio(b) if rounds and callable(round_ratio) else
+                                      round_ratio if rounds else 1.0) for b in sizes} for op in ops}
     monkeypatch.setattr(tune, "measure", measure)
-    for name in library_settings.NODE_PATH_VARIABLES:
+    for name in library_settings.NODE_PATH_TUNED:
         monkeypatch.delenv(name, raising=False)
     return calls
 
@@ -361,8 +373,8 @@ def test_the_composed_all_reduce_is_measured_where_the_ranks_span_nodes(monkeypa
     calls = measured_node_path(monkeypatch, composed)
     args = types.SimpleNamespace(rounds=2, node_path="auto", node_path_max_bytes=1 << 24)
     said = []
-    node, measured = tune.node_path(args, "mpich", {}, 8, 2, said.append)
-    assert node == chosen and sorted(measured) == tune.NODE_SIZES[:5], said
+    node, measured, extra = tune.node_path(args, "mpich", {}, 8, 2, said.append)
+    assert node == chosen and sorted(measured) == tune.NODE_SIZES[:5] and extra == {}, said
     assert [c[2]["MPI_COLLECTIVES_NODE_PATH"] for c in calls] == ["1", "0", "1", "0"], calls
     assert all(ops == ["all-reduce"] for _, ops, _ in calls), calls
     assert calls[0][2]["MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES"] == "1", calls
@@ -381,22 +393,68 @@ def test_the_node_path_is_measured_where_the_ranks_share_a_node(monkeypatch):
     from mpi_collectives.services import library_settings
     from mpi_collectives.tools.bench import tune
     calls = measured_node_path(monkeypatch, 0.5)
-    args = types.SimpleNamespace(rounds=2, node_path="auto", node_path_max_bytes=1 << 24)
+    args = types.SimpleNamespace(rounds=2, node_path="auto", node_path_max_bytes=1 << 24, ranks=8)
     said = []
-    node, measured = tune.node_path(args, "mpich", {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}, 8, 1, said.append)
+    node, measured, extra = tune.node_path(args, "mpich", {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}, 8, 1,
+                                           said.append)
     assert node == {"mode": 1, "collectives": "all-reduce,all-gather,reduce-scatter,all-to-all", "min": 1 << 16,
-                    "max": 0} and sorted(measured) == tune.NODE_SIZES[:5], said
-    assert [c[2]["MPI_COLLECTIVES_NODE_PATH"] for c in calls] == ["1", "0", "1", "0"], calls
+                    "max": 0, "direct": 1, "round": 65536} and sorted(measured) == tune.NODE_SIZES[:5], said
+    # Two rounds of the path, its window alone and the library; then two of the round and none.
+    large, small = calls[:6], calls[6:]
+    assert [c[2]["MPI_COLLECTIVES_NODE_PATH"] for c in large] == ["1", "1", "0"] * 2, calls
+    assert [c[2].get("MPI_COLLECTIVES_NODE_PATH_DIRECT") for c in large] == [None, "0", None] * 2, calls
     assert all(path == "jax-mpi" and ops == list(library_settings.NODE_PATH_COLLECTIVES)
-               and s["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none" for path, ops, s in calls), calls
-    assert calls[0][2]["MPI_COLLECTIVES_NODE_PATH_COLLECTIVES"] == ",".join(library_settings.NODE_PATH_COLLECTIVES)
-    assert calls[0][2]["MPI_COLLECTIVES_NODE_PATH_MIN"] == "0" and calls[0][2]["MPI_COLLECTIVES_NODE_PATH_MAX"] == "0"
-    assert "1.00x" not in tune.node_path_report(measured, node) and "0.50x" in tune.node_path_report(measured, node)
+               and s["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none" for path, ops, s in large), calls
+    assert large[0][2]["MPI_COLLECTIVES_NODE_PATH_COLLECTIVES"] == ",".join(library_settings.NODE_PATH_COLLECTIVES)
+    assert large[0][2]["MPI_COLLECTIVES_NODE_PATH_MIN"] == "0" and large[0][2]["MPI_COLLECTIVES_NODE_PATH_MAX"] == "0"
+    assert [c[2]["MPI_COLLECTIVES_NODE_PATH_ROUND"] for c in small] == ["65536", "0"] * 2, calls
+    assert all(path == "jax-mpi" and ops == list(tune.ROUND_COLLECTIVES) and s["MPI_COLLECTIVES_NODE_PATH"] == "1"
+               and "MPI_COLLECTIVES_NODE_PATH_MIN" not in s for path, ops, s in small), calls
+    assert extra == {"window_vs_direct": 1.0, "round": {b: 1.0 for b in tune.round_sizes(8)}}, extra
+    report = tune.node_path_report(measured, node, extra)
+    assert "1.00x (" not in report and "0.50x" in report, report
+    assert "every byte through the window, time against reading the peers in place: 1.00x" in report, report
     said.clear()
-    assert tune.node_path(args, "mpich", {}, 1, 4, said.append) == (None, {})
+    assert tune.node_path(args, "mpich", {}, 1, 4, said.append) == (None, {}, {})
     assert "do not share one" in said[0], said
-    assert tune.node_path(types.SimpleNamespace(node_path="no"), "mpich", {}, 8, 1, said.append) == (None, {})
-    monkeypatch.setenv("MPI_COLLECTIVES_NODE_PATH_MIN", "1048576")
-    said.clear()
-    assert tune.node_path(args, "mpich", {}, 8, 1, said.append) == (None, {})
-    assert "MPI_COLLECTIVES_NODE_PATH_MIN is set in your environment" in said[0], said
+    assert tune.node_path(types.SimpleNamespace(node_path="no"), "mpich", {}, 8, 1, said.append) == (None, {}, {})
+    for name in ("MPI_COLLECTIVES_NODE_PATH_MIN", "MPI_COLLECTIVES_NODE_PATH_ROUND"):
+        monkeypatch.setenv(name, "1048576")
+        said.clear()
+        assert tune.node_path(args, "mpich", {}, 8, 1, said.append) == (None, {}, {})
+        assert f"{name} is set in your environment" in said[0], said
+        monkeypatch.delenv(name)
+
+
+@pytest.mark.parametrize("window, rounds, chosen", [
+    # the window's copies 10% faster than reading in place: kept; the round slower from 4 KiB: up to 512 B
+    (0.9, lambda b: 1.2 if b >= 4096 else 0.8,
+     {"mode": 1, "collectives": "all-reduce,all-gather,reduce-scatter,all-to-all", "min": 1 << 16, "max": 0,
+      "direct": 0, "round": 512 * 7}),
+    (0.97, lambda b: 1.2, None),     # within 5%: reading in place stays; the round slower at 8 B: off
+    (1.3, lambda b: 1.04, None)])    # 4% slower is noise: the round stays whole
+def test_tune_chooses_the_window_or_reading_in_place_and_the_rounds_limit(monkeypatch, window, rounds, chosen):
+    import types
+
+    from mpi_collectives.tools.bench import tune
+    measured_node_path(monkeypatch, 0.5, window_ratio=window, round_ratio=rounds)
+    args = types.SimpleNamespace(rounds=1, node_path="auto", node_path_max_bytes=1 << 24, ranks=8)
+    node, _, extra = tune.node_path(args, "mpich", {}, 8, 1, lambda _: None)
+    if chosen:
+        assert node == chosen, node
+    else:
+        assert node["direct"] == 1 and node["round"] == (0 if rounds(8) > 1.05 else 65536), node
+    assert extra["window_vs_direct"] == pytest.approx(window), extra
+    # The round's sizes: 8 B to the all-reduce whose 7 peers' data fill 64 KiB.
+    assert sorted(extra["round"]) == [8, 512, 4096, 9360], extra
+
+
+def test_the_library_faster_for_large_collectives_and_the_round_faster_leaves_the_round_alone():
+    from mpi_collectives.tools.bench import tune
+    off = {"mode": 0, "collectives": "", "min": 0, "max": 0}
+    assert tune.with_direct_and_round(off, 1, 4096) == {"mode": 1, "collectives": "", "min": 0, "max": 0,
+                                                        "direct": 1, "round": 4096}
+    assert tune.with_direct_and_round(off, 1, 0) == dict(off, direct=1, round=0)
+    words = tune.node_path_words(tune.with_direct_and_round(off, 1, 4096))
+    assert words.startswith("the library's own large collectives") and "ROUND=4096" in words, words
+    assert tune.round_sizes(2) == [8, 512, 4096, 65536] and tune.round_sizes(17) == [8, 512, 4096]

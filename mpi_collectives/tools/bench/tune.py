@@ -34,7 +34,12 @@ settings: a binding is kept only where no weight layout is slower than unbound b
 collectives that the node's own data path takes are measured with it and with it off (the
 library's own), 64 KiB to 64 MiB in interleaved rounds; the collectives and sizes where the path
 was faster become the entry's node path choice (choose_node_path), or the path is turned off where
-it never was. Where they span nodes with two or more on each, JAX's all-reduce composed with each
+it never was. On one node two more choices are measured the same way: the path's reads in place
+(MPI_COLLECTIVES_NODE_PATH_DIRECT=1) against every byte through the window (=0), on the path's
+measurement above, the window kept where it was faster (choose_direct); and small collectives in
+one round (MPI_COLLECTIVES_NODE_PATH_ROUND) against the library's check and call, 8 B up to the
+round's largest, its limit lowered to below the first size where it was slower (choose_round).
+Where they span nodes with two or more on each, JAX's all-reduce composed with each
 node's window (MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1) is measured against the library's the
 same way, and taken where faster (node_path_across; --node-path no skips both). The entry is written for this
 MPI installation, ranks per node and node size; a rerun replaces it. A job
@@ -67,6 +72,15 @@ BINDINGS_TRIED = (BUILT_IN, CALLERS, NONE)
 # The node path's sizes: from below its built-in threshold (256 KiB) to its built-in limit (64 MiB,
 # --node-path-max-bytes), since the limits are what is measured.
 NODE_SIZES = [1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26]
+ROUND_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter")  # those the round carries
+
+
+def round_sizes(ranks: int) -> list:
+    """The round's sizes for `ranks` ranks: 8 B up to the largest all-reduce whose peers' data fit
+    the round's most (library_settings.ROUND_MOST, read from the peers: 64 KiB at 2 ranks, 4 KiB
+    at 17)."""
+    largest = library_settings.ROUND_MOST // (ranks - 1) // 8 * 8
+    return sorted({b for b in (8, 512, 4096, largest) if b <= largest})
 AGAIN = f"{BUILT_IN} again"
 
 
@@ -337,18 +351,19 @@ def binding_report(bound: dict, chosen: str) -> str:
 
 
 def node_path(args, impl, kept, per_node, nodes, say) -> tuple:
-    """(the entry's node_path {"mode", "min", "max"}, or None where not measured; {size: (ratio, {op:
-    ratio})} of the path's time against the library's). Measured with the kept library settings, the
+    """(the entry's node_path {"mode", "min", "max"} (and "direct", "round" on one node), or None where
+    not measured; {size: (ratio, {op: ratio})} of the path's time against the library's; on one node
+    {"window_vs_direct": ratio, "round": {size: ratio}}, else {}). Measured with the kept library settings, the
     path on at every size and off, in interleaved rounds; chosen by choose_node_path()."""
-    own = [name for name in library_settings.NODE_PATH_VARIABLES if name in os.environ]
+    own = [name for name in library_settings.NODE_PATH_TUNED if name in os.environ]
     if own:
         say(f"node path not measured: {', '.join(own)} is set in your environment, and a job that sets it keeps it")
-        return None, {}
+        return None, {}, {}
     if args.node_path == "no":
-        return None, {}
+        return None, {}, {}
     if per_node < 2:
         say("node path not measured: it serves ranks that share a node, and this job's ranks do not share one")
-        return None, {}
+        return None, {}, {}
     settings = library_settings.with_implied(impl, kept)
     sizes = [b for b in NODE_SIZES if b <= max(args.node_path_max_bytes, NODE_SIZES[0])]
     if nodes > 1:
@@ -357,12 +372,61 @@ def node_path(args, impl, kept, per_node, nodes, say) -> tuple:
     on = dict(settings, MPI_COLLECTIVES_NODE_PATH="1", MPI_COLLECTIVES_NODE_PATH_COLLECTIVES=",".join(ops),
               MPI_COLLECTIVES_NODE_PATH_MIN="0", MPI_COLLECTIVES_NODE_PATH_MAX="0")
     off = dict(settings, MPI_COLLECTIVES_NODE_PATH="0")
-    say(f"JAX's {', '.join(ops)} through the node's own data path and through the library's, "
-        f"{sizes[0]} B to {sizes[-1]} B, {args.rounds} rounds")
-    measured = rounds(args, "jax-mpi", sizes, {"path": (ops, on), "library": (ops, off)})
-    chosen, per_size = choose_node_path(measured["path"], measured["library"])
+    say(f"JAX's {', '.join(ops)} through the node's own data path (its reads in place, and every byte through "
+        f"its window) and through the library's, {sizes[0]} B to {sizes[-1]} B, {args.rounds} rounds")
+    measured = rounds(args, "jax-mpi", sizes, {"path": (ops, on),
+                                               "window": (ops, dict(on, MPI_COLLECTIVES_NODE_PATH_DIRECT="0")),
+                                               "library": (ops, off)})
+    direct, direct_ratio = choose_direct(measured["path"], measured["window"])
+    chosen, per_size = choose_node_path(measured["path" if direct else "window"], measured["library"])
+    small = round_sizes(args.ranks)
+    say(f"JAX's {', '.join(ROUND_COLLECTIVES)} in one round through the window and through the library's check "
+        f"and call, {small[0]} B to {small[-1]} B, {args.rounds} rounds")
+    plain = dict(settings, MPI_COLLECTIVES_NODE_PATH="1")
+    measured_small = rounds(args, "jax-mpi", small, {
+        "round": (ROUND_COLLECTIVES, dict(plain, MPI_COLLECTIVES_NODE_PATH_ROUND=str(library_settings.ROUND_MOST))),
+        "no round": (ROUND_COLLECTIVES, dict(plain, MPI_COLLECTIVES_NODE_PATH_ROUND="0"))})
+    round_bytes, round_per_size = choose_round(measured_small["round"], measured_small["no round"], args.ranks)
+    chosen = with_direct_and_round(chosen, direct, round_bytes)
     say("node path: " + node_path_words(chosen))
-    return chosen, per_size
+    return chosen, per_size, {"window_vs_direct": direct_ratio, "round": round_per_size}
+
+
+def geometric_mean(values) -> float:
+    return float(np.exp(np.mean(np.log(list(values)))))
+
+
+def choose_direct(direct: dict, window: dict, min_gain=MIN_GAIN) -> tuple:
+    """(MPI_COLLECTIVES_NODE_PATH_DIRECT: 1, or 0 where every byte through the window was min_gain
+    faster than the reads in place, as a geometric mean over the collectives and sizes; that mean,
+    the window's time against the reads'). Where the kernel forbids the reads both measured the
+    window, and the built-in (1) stays."""
+    mean = geometric_mean(window[op][b] / direct[op][b] for op in direct for b in direct[op] if b in window.get(op, {}))
+    return (0 if mean <= 1 - min_gain else 1), mean
+
+
+def choose_round(with_round: dict, without: dict, ranks: int, min_gain=MIN_GAIN) -> tuple:
+    """(MPI_COLLECTIVES_NODE_PATH_ROUND, {size: the round's time against the library's check and call,
+    a geometric mean over the collectives}) from {op: {bytes: seconds}} with the round and without:
+    the round's largest (the built-in) unless it was min_gain slower at some size, then the peers'
+    bytes of the size below the first such (an all-reduce's buffer times the other ranks), 0 where
+    that is the smallest."""
+    sizes = sorted({b for by_size in with_round.values() for b in by_size})
+    per_size = {b: geometric_mean(with_round[op][b] / without[op][b] for op in with_round
+                                  if b in with_round[op] and b in without.get(op, {})) for b in sizes}
+    slower = [i for i, b in enumerate(sizes) if per_size[b] >= 1 + min_gain]
+    if not slower:
+        return library_settings.ROUND_MOST, per_size
+    first = slower[0]
+    return (min(library_settings.ROUND_MOST, sizes[first - 1] * (ranks - 1)) if first else 0), per_size
+
+
+def with_direct_and_round(chosen: dict, direct: int, round_bytes: int) -> dict:
+    """choose_node_path()'s entry with the two choices of one node; the path off for large collectives
+    with the round on is "mode" 1 with no collectives (the native layer's window for the round alone)."""
+    if not chosen["mode"] and round_bytes:
+        chosen = {"mode": 1, "collectives": "", "min": 0, "max": 0}
+    return dict(chosen, direct=direct, round=round_bytes)
 
 
 def node_path_across(args, settings, sizes, per_node, nodes, say) -> tuple:
@@ -382,10 +446,10 @@ def node_path_across(args, settings, sizes, per_node, nodes, say) -> tuple:
     chosen, per_size = choose_node_path(measured["path"], measured["library"])
     if not chosen["mode"]:
         say("node path: " + node_path_words(None))
-        return None, per_size
+        return None, per_size, {}
     chosen["across_nodes"] = 1
     say("node path: " + node_path_words(chosen))
-    return chosen, per_size
+    return chosen, per_size, {}
 
 
 def _best_run(ratios: dict, min_gain: float) -> list:
@@ -428,19 +492,35 @@ def node_path_words(chosen) -> str:
                 "(the built-in choice: MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=0)")
     if not chosen["mode"]:
         return "off (MPI_COLLECTIVES_NODE_PATH=0): the library's own collectives were as fast or faster at every size"
+    small = ""
+    if "round" in chosen:
+        small = (f"; small collectives in one round up to {chosen['round']} bytes of the peers' data "
+                 f"(MPI_COLLECTIVES_NODE_PATH_ROUND={chosen['round']})" if chosen["round"] else
+                 "; no round for small collectives: the library's check and call were faster "
+                 "(MPI_COLLECTIVES_NODE_PATH_ROUND=0)")
+    if not chosen["collectives"]:
+        return ("the library's own large collectives: they were as fast or faster at every size (the path's "
+                f"collectives none){small}")
+    reads = ("; every byte through the window: faster than reading in place (MPI_COLLECTIVES_NODE_PATH_DIRECT=0)"
+             if chosen.get("direct", 1) == 0 else "")
     upto = f" up to {chosen['max']} bytes" if chosen["max"] else " with no upper limit"
     if chosen.get("across_nodes"):
         return (f"{chosen['collectives']} composed across nodes from {chosen['min']} bytes{upto} "
                 f"(MPI_COLLECTIVES_NODE_PATH=1, _COLLECTIVES={chosen['collectives']}, _MIN={chosen['min']}, "
                 f"_MAX={chosen['max']}, _ACROSS_NODES=1)")
     return (f"{chosen['collectives']} from {chosen['min']} bytes{upto} (MPI_COLLECTIVES_NODE_PATH_COLLECTIVES="
-            f"{chosen['collectives']}, _MIN={chosen['min']}, _MAX={chosen['max']})")
+            f"{chosen['collectives']}, _MIN={chosen['min']}, _MAX={chosen['max']}){reads}{small}")
 
 
-def node_path_report(per_size: dict, chosen: dict) -> str:
+def node_path_report(per_size: dict, chosen: dict, extra=None) -> str:
     lines = ["JAX's collectives through the node's own data path, time against the library's own:"]
     for b, (r, each) in per_size.items():
         lines.append(f"  {b:>10d} B: {r:.2f}x (" + ", ".join(f"{op} {x:.2f}x" for op, x in each.items()) + ")")
+    if extra:
+        lines.append("every byte through the window, time against reading the peers in place: "
+                     f"{extra['window_vs_direct']:.2f}x")
+        lines.append("small collectives in one round, time against the library's check and call: " + ", ".join(
+            f"{b} B {r:.2f}x" for b, r in extra["round"].items()))
     lines.append("node path: " + node_path_words(chosen))
     return "\n".join(lines)
 
@@ -496,7 +576,7 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
 
     kept, jax_ratio, step_ratio = confirm(args, impl, kept, sizes, all_ops, say)
     bind, bound = binding(args, impl, kept, placed, say)
-    node, node_measured = node_path(args, impl, kept, per_node, nodes, say)
+    node, node_measured, node_extra = node_path(args, impl, kept, per_node, nodes, say)
     elapsed = time.monotonic() - started
     say(f"measured in {elapsed:.0f} s")
 
@@ -504,7 +584,7 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
     if bound:
         print(binding_report(bound, bind))
     if node_measured:
-        print(node_path_report(node_measured, node))
+        print(node_path_report(node_measured, node, node_extra))
     entry = {"implementation": impl, "version": version, "library": os.path.realpath(mpi.library()),
              "ranks_per_node": per_node, "cpus": library_settings.node_cpus(), "nodes": nodes,
              "settings": kept, "date": datetime.date.today().isoformat(),
@@ -518,6 +598,9 @@ def main(argv=None, prog="mpi-collectives tune", parser_class=argparse.ArgumentP
         entry["node_path"] = node
     if node_measured:
         entry["measured"]["node_path"] = {str(b): {"ratio": r, "by_op": each} for b, (r, each) in node_measured.items()}
+    if node_extra:
+        entry["measured"]["node_path_window_vs_direct"] = node_extra["window_vs_direct"]
+        entry["measured"]["node_path_round"] = {str(b): r for b, r in node_extra["round"].items()}
     if args.dry_run:
         print("(--dry-run: nothing written)")
         return 0

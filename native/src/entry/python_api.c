@@ -44,12 +44,17 @@ MPIABI_EXPORT int mpic_bind_callers(const int *cpus, int n) { return mpic_caller
 
 /* initialize(): the node path's limits that `mpi-collectives tune` measured on
  * this node (the tuning file's entry), given before JAX's backend exists, so
- * before XLA creates any communicator; only where the user set none of them. */
-MPIABI_EXPORT int mpic_set_node_path(int mode, int collectives, int min_bytes, int max_bytes, int across_nodes) {
+ * before XLA creates any communicator; only where the user set none of them.
+ * direct and round (MPI_COLLECTIVES_NODE_PATH_DIRECT, _ROUND) are agreed by
+ * the ranks of each window when it is made, as the settings are. */
+MPIABI_EXPORT int mpic_set_node_path(int mode, int collectives, int min_bytes, int max_bytes, int across_nodes,
+                                     int direct, int round) {
   if (mode < 0 || mode > 2 || collectives < 0 || collectives > 15 || min_bytes < 0 || max_bytes < 0 ||
-      across_nodes < 0 || across_nodes > 1)
+      across_nodes < 0 || across_nodes > 1 || direct < 0 || direct > 1 || round < 0 || round > 65536)
     return 1;
   mpic_settings.node_path = mode;
+  mpic_settings.node_path_direct = direct;
+  mpic_settings.node_path_round = round;
   mpic_settings.node_path_collectives = collectives;
   mpic_settings.node_path_min = min_bytes;
   mpic_settings.node_path_max = max_bytes;

@@ -56,6 +56,10 @@ static void say_attached(const struct mpic_record *r, const struct mpic_node *n)
     mpic_log(2, "communicator %d: %d ranks on one node: Intel MPI's own collectives (MPI_COLLECTIVES_NODE_PATH=1 "
                 "takes the node path); its window (%d KiB a rank) serves the one round",
              r->id, r->size, MPIC_NODE_SHARE / 1024);
+  else if (n->across == MPIABI_COMM_NULL && !which[0]) /* a tuning entry's round alone */
+    mpic_log(2, "communicator %d: %d ranks on one node: the library's own large collectives; its window (%d KiB a "
+                "rank) serves the one round",
+             r->id, r->size, MPIC_NODE_SHARE / 1024);
   else if (n->across == MPIABI_COMM_NULL)
     mpic_log(2, "communicator %d: %d ranks on one node: %s from %d bytes through a shared window (%d KiB a rank; "
                 "up to %d bytes, 0: no limit)",
