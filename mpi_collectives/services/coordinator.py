@@ -196,7 +196,9 @@ def reachable(addresses, port, timeout=PROBE_TIMEOUT) -> list:
                     break
                 for key, _ in events:
                     i = key.data
-                    result[i] = key.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+                    # ECONNRESET: rank 0's listener accepted and reset the connection (Listeners does,
+                    # so that none lingers) before this side looked: reached all the same
+                    result[i] = key.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) in (0, errno.ECONNRESET)
                     if result[i] and sum(result) == 1:
                         reached_at = time.monotonic()
                     selector.unregister(key.fileobj)
