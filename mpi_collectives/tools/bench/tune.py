@@ -80,7 +80,9 @@ def round_sizes(ranks: int) -> list:
     the round's most (library_settings.ROUND_MOST, read from the peers: 64 KiB at 2 ranks, 4 KiB
     at 17)."""
     largest = library_settings.ROUND_MOST // (ranks - 1) // 8 * 8
-    return sorted({b for b in (8, 512, 4096, largest) if b <= largest})
+    return sorted({b for b in (8, 512, 4096, largest) if 8 <= b <= largest})
+
+
 AGAIN = f"{BUILT_IN} again"
 
 
@@ -379,17 +381,25 @@ def node_path(args, impl, kept, per_node, nodes, say) -> tuple:
                                                "library": (ops, off)})
     direct, direct_ratio = choose_direct(measured["path"], measured["window"])
     chosen, per_size = choose_node_path(measured["path" if direct else "window"], measured["library"])
-    small = round_sizes(args.ranks)
-    say(f"JAX's {', '.join(ROUND_COLLECTIVES)} in one round through the window and through the library's check "
-        f"and call, {small[0]} B to {small[-1]} B, {args.rounds} rounds")
-    plain = dict(settings, MPI_COLLECTIVES_NODE_PATH="1")
-    measured_small = rounds(args, "jax-mpi", small, {
-        "round": (ROUND_COLLECTIVES, dict(plain, MPI_COLLECTIVES_NODE_PATH_ROUND=str(library_settings.ROUND_MOST))),
-        "no round": (ROUND_COLLECTIVES, dict(plain, MPI_COLLECTIVES_NODE_PATH_ROUND="0"))})
-    round_bytes, round_per_size = choose_round(measured_small["round"], measured_small["no round"], args.ranks)
+    round_bytes, round_per_size = small_in_one_round(args, settings, say)
     chosen = with_direct_and_round(chosen, direct, round_bytes)
     say("node path: " + node_path_words(chosen))
     return chosen, per_size, {"window_vs_direct": direct_ratio, "round": round_per_size}
+
+
+def small_in_one_round(args, settings, say) -> tuple:
+    """choose_round()'s answer from JAX's small collectives with the round and without, in
+    interleaved rounds; the built-in where no all-reduce of 8 B fits it (over 8193 ranks)."""
+    small = round_sizes(args.ranks)
+    if not small:
+        return library_settings.ROUND_MOST, {}
+    say(f"JAX's {', '.join(ROUND_COLLECTIVES)} in one round through the window and through the library's check "
+        f"and call, {small[0]} B to {small[-1]} B, {args.rounds} rounds")
+    plain = dict(settings, MPI_COLLECTIVES_NODE_PATH="1")
+    measured = rounds(args, "jax-mpi", small, {
+        "round": (ROUND_COLLECTIVES, dict(plain, MPI_COLLECTIVES_NODE_PATH_ROUND=str(library_settings.ROUND_MOST))),
+        "no round": (ROUND_COLLECTIVES, dict(plain, MPI_COLLECTIVES_NODE_PATH_ROUND="0"))})
+    return choose_round(measured["round"], measured["no round"], args.ranks)
 
 
 def geometric_mean(values) -> float:
