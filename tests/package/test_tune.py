@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import HERE, SAME_ON_EVERY_FAMILY, explain, mpiexec_path, mpirun, run
+from helpers import HERE, SAME_ON_EVERY_FAMILY, TEST_CONFIG, explain, mpiexec_path, mpirun, run
 
 # Once per MPI family (its candidates are the family's own), on the newest jax of each family's
 # venv only: MPICH's candidates are 6 launches and the defaults' (launches()), and what depends on
@@ -26,6 +26,8 @@ def tune(*args, env=None):
 
 
 @pytest.mark.jax
+@pytest.mark.skipif(TEST_CONFIG == "standard", reason="the standard ABI's library is MPICH's: its candidates and "
+                    "launches are the mpich configuration's tune run (CI time)")
 def test_tune_writes_what_initialize_then_uses(tmp_path):
     from mpi_collectives.services import library_settings
     path = tmp_path / "conf" / "tuning.json"
