@@ -55,6 +55,7 @@ import re
 import stat
 
 from ..base import launchers, mpi
+from ..base.settings import TABLE as SETTINGS_TABLE
 
 FORMAT = 1
 # MPI_COLLECTIVES_BIND_CPUS's values (services/tuning.py), and the one taken when neither you nor a
@@ -67,7 +68,8 @@ NODE_PATH_VARIABLES = ("MPI_COLLECTIVES_NODE_PATH", "MPI_COLLECTIVES_NODE_PATH_C
                        "MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES")
 # ... and the two more an entry measured on one node may hold, which each window's ranks agree on.
 NODE_PATH_TUNED = NODE_PATH_VARIABLES + ("MPI_COLLECTIVES_NODE_PATH_DIRECT", "MPI_COLLECTIVES_NODE_PATH_ROUND")
-ROUND_MOST = 65536  # MPI_COLLECTIVES_NODE_PATH_ROUND's largest (the round buffers' size in the window)
+# MPI_COLLECTIVES_NODE_PATH_ROUND's largest (the round buffers' size in the window)
+ROUND_MOST = SETTINGS_TABLE["node_path_round"].allowed[1]
 NODE_PATH_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 
 Variable = collections.namedtuple("Variable", "name values ops implies by_size", defaults=(False,))

@@ -38,7 +38,8 @@ it never was. On one node two more choices are measured the same way: the path's
 (MPI_COLLECTIVES_NODE_PATH_DIRECT=1) against every byte through the window (=0), on the path's
 measurement above, the window kept where it was faster (choose_direct); and small collectives in
 one round (MPI_COLLECTIVES_NODE_PATH_ROUND) against the library's check and call, 8 B up to the
-round's largest, its limit lowered to below the first size where it was slower (choose_round).
+round's largest, its limit lowered below the sizes from which it was slower beyond the noise
+(choose_round).
 Where they span nodes with two or more on each, JAX's all-reduce composed with each
 node's window (MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES=1) is measured against the library's the
 same way, and taken where faster (node_path_across; --node-path no skips both). The entry is written for this
@@ -495,10 +496,9 @@ def choose_node_path(path: dict, library: dict, min_gain=MIN_GAIN) -> tuple:
     sizes = sorted({b for by_size in path.values() for b in by_size})
     each = {b: {op: path[op][b] / library[op][b] for op in path if b in path[op] and b in library.get(op, {})}
             for b in sizes}
-    per_size = {b: (float(np.exp(np.mean(np.log(list(each[b].values()))))), each[b]) for b in sizes}
+    per_size = {b: (geometric_mean(each[b].values()), each[b]) for b in sizes}
     chosen = [op for op in path if _best_run({b: each[b][op] for b in sizes if op in each[b]}, min_gain)]
-    mean = {b: float(np.exp(np.mean(np.log([each[b][op] for op in chosen if op in each[b]])))) for b in sizes} \
-        if chosen else {}
+    mean = {b: geometric_mean(each[b][op] for op in chosen if op in each[b]) for b in sizes} if chosen else {}
     best = _best_run(mean, min_gain) if chosen else []
     if not best:
         return {"mode": 0, "collectives": "", "min": 0, "max": 0}, per_size
