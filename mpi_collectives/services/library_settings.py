@@ -442,11 +442,10 @@ def binding_for_this_process(settings, environ=os.environ) -> tuple:
 def users_node_path(settings, environ=os.environ) -> bool:
     """Whether you chose any of the node path's settings (in the environment, or as initialize()'s
     keywords): asked before initialize() exports every native setting to the environment."""
-    from ..base.settings import TABLE
     names = ("node_path", "node_path_collectives", "node_path_min", "node_path_max", "node_path_across_nodes",
              "node_path_direct", "node_path_round")
-    return (any(TABLE[name].var in environ for name in names)
-            or any(getattr(settings, name) != TABLE[name].default for name in names))
+    return (any(SETTINGS_TABLE[name].var in environ for name in names)
+            or any(getattr(settings, name) != SETTINGS_TABLE[name].default for name in names))
 
 
 def node_path_for_this_process(settings, users_own: bool, environ=os.environ) -> tuple:
