@@ -73,6 +73,8 @@ class Phases:
         # the watcher calls MPI, and a call after MPI_Finalize ends the process (MPICH aborts).
         atexit.register(self.stop)
         self._lock = threading.Lock()
+        self._receiving = threading.Lock()  # one receive of a stuck line at a time (_received_stuck)
+        self._stuck_buffers = []  # their buffers, kept while a receive may be posted
 
     def begin(self, name: str, timeout: float = 0) -> int:
         """The next phase (numbered alike on every rank: every rank begins the same phases)."""
@@ -221,12 +223,22 @@ class Phases:
         return self._received_stuck() if self.rank == 0 else ""
 
     def _received_stuck(self) -> str:
-        if not mpi.probe(-1, STUCK_TAG, self.comm):
-            return ""
-        buffer = np.zeros(512, np.uint8)
-        request = mpi.irecv(buffer, -1, STUCK_TAG, self.comm)
-        mpi.wait_all([request], 5.0)
-        line = bytes(buffer).rstrip(b"\0").decode(errors="replace")
-        with self._lock:
-            self._stuck_line = line
-        return line
+        # Rank 0's watcher and its main thread both look (issue 71): one receives at a time, and the
+        # other finds the line it kept, so that no second receive stays posted for one message; a
+        # buffer stays this object's while its receive may be posted (a receive not completed in 5 s
+        # is left posted, and would write into a freed array).
+        with self._receiving:
+            with self._lock:
+                if self._stuck_line:
+                    return self._stuck_line
+            if not mpi.probe(-1, STUCK_TAG, self.comm):
+                return ""
+            buffer = np.zeros(512, np.uint8)
+            self._stuck_buffers.append(buffer)
+            request = mpi.irecv(buffer, -1, STUCK_TAG, self.comm)
+            if mpi.wait_all([request], 5.0):  # still pending
+                return ""
+            line = bytes(buffer).rstrip(b"\0").decode(errors="replace")
+            with self._lock:
+                self._stuck_line = line
+            return line

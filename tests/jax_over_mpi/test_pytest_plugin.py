@@ -197,3 +197,18 @@ def test_phases_of_a_program_outside_pytest():
     assert proc.returncode == 0, explain(proc)
     assert proc.stdout.count(": ok") == 3, explain(proc)
     assert "phase 'evaluation' failed on rank 0" in proc.stdout, explain(proc)
+
+
+@once
+@pytest.mark.jax
+def test_a_members_vote_behind_another_groups_is_found(tmp_path):
+    """Issue 71 (finding 8): rank 0 waits in its row's psum; the other row's votes come first, its
+    member's a second later. A wait that looked at the oldest vote alone never saw it: 4 ranks hung
+    until killed (the review's 240 s run)."""
+    folder = suite_dir(tmp_path, "test_vote_order_suite.py")
+    proc = launch(folder, 4, "test_vote_order_suite.py", timeout=150)
+    assert proc.returncode == 1, explain(proc)
+    assert outcomes(folder) == {"test_a_psum_over_rows": "passed", "test_b_rank1_fails_after_the_other_row_voted":
+                                "failed", "test_c_psum_over_both": "passed"}, explain(proc)
+    one_report(proc)
+    assert "rank 1 ended" in proc.stdout, explain(proc)

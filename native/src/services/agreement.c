@@ -194,7 +194,7 @@ int mpic_agreement_settle(const int *triples, int n, double timeout_s) {
     } else {
       struct mpic_record *r = mpic_record_by_id(id);
       /* the given-up call was the seq-th on its communicator: a member short of it never began it */
-      while (r && __atomic_load_n(&r->seq, __ATOMIC_RELAXED) < seq)
+      while (r && (int)(__atomic_load_n(&r->seq, __ATOMIC_RELAXED) - seq) < 0) /* modular: seq wraps at 2^32 */
         if ((ret = join_block(r, timeout_s))) return ret;
     }
   }

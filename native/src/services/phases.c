@@ -97,15 +97,22 @@ static void release(struct given *g) {
 }
 
 /* The member of `members` (world ranks; NULL: every rank) whose vote on the
- * current phase has arrived, or -1. */
+ * current phase has arrived, or -1. Votes are received only when the phase
+ * ends, so the oldest queued one may be a non-member's (the other group of a
+ * 2x2 mesh finished first) and stays first: each member is then probed by
+ * its rank, else a member's vote behind it was never seen and the wait never
+ * given up (issue 71: 4 ranks hung). */
 static int member_done(const int *members, int n) {
-  int flag = 0;
+  int flag = 0, tag = mpic_phase_tag(mpic_phase_now());
   MPIABI_Status st;
-  if (mpic_next_Iprobe(MPIABI_ANY_SOURCE, mpic_phase_tag(mpic_phase_now()), phase_comm, &flag, &st) != 0 || !flag)
-    return -1;
+  if (mpic_next_Iprobe(MPIABI_ANY_SOURCE, tag, phase_comm, &flag, &st) != 0 || !flag) return -1;
   if (!members) return st.MPI_SOURCE;
   for (int i = 0; i < n; i++)
     if (members[i] == st.MPI_SOURCE) return st.MPI_SOURCE;
+  for (int i = 0; i < n; i++) {
+    flag = 0;
+    if (mpic_next_Iprobe(members[i], tag, phase_comm, &flag, &st) == 0 && flag) return members[i];
+  }
   return -1;
 }
 
@@ -145,25 +152,30 @@ static int give_up(struct given *g, const char *what, int comm_id, int left, dou
  * completed this long after the vote arrived (a seen 4-rank all-gather, ended
  * on rank 2 while rank 1 still waited, completed within 1 ms). */
 #define MPIC_AFTER_VOTE_NS (2 * 1000 * 1000 * 1000LL)
+#define MPIC_AFTER_VOTE_POLLS 20000
 
 /* Polls g's request until it completes (0) or is given up (the error code).
  * Completed, g is still the caller's to copy from and release. */
 static int wait_or_give_up(struct given *g, const char *what, int comm_id, const int *members, int n) {
   int64_t start = mpic_monotonic_ns(), next_look = start, vote_seen = 0;
   unsigned spins = 0;
+  long polls_since_vote = 0;
   int ret = 0, left = -1;
   mpic_wait_begin();
   for (;;) {
     int done = 0;
     if ((ret = mpic_next_Test(&g->req, &done, MPIABI_STATUS_IGNORE)) != 0 || done) break;
+    polls_since_vote++;
     /* Looking costs an Iprobe and a clock read: every 50 us, not every poll. */
     if (++spins % 64 == 0) {
       int64_t now = mpic_monotonic_ns();
       if (now >= next_look) {
         next_look = now + 50000;
-        if (left < 0 && (left = member_done(members, n)) >= 0) vote_seen = now;
+        if (left < 0 && (left = member_done(members, n)) >= 0) vote_seen = now, polls_since_vote = 0;
         int64_t deadline = __atomic_load_n(&deadline_ns, __ATOMIC_ACQUIRE);
-        int gone = left >= 0 && now - vote_seen > MPIC_AFTER_VOTE_NS;
+        /* the time, and polls of this rank's own: a rank descheduled for the 2 s (ranks outnumbering
+         * cores) has not yet given the call the progress it needed */
+        int gone = left >= 0 && now - vote_seen > MPIC_AFTER_VOTE_NS && polls_since_vote > MPIC_AFTER_VOTE_POLLS;
         if (gone || (deadline && now > deadline)) {
           ret = give_up(g, what, comm_id, gone ? left : -1, (double)(now - start) / 1e9);
           break;
@@ -178,7 +190,11 @@ static int wait_or_give_up(struct given *g, const char *what, int comm_id, const
 
 int mpic_phase_agree(struct mpic_record *r, struct mpic_block *b, MPIABI_Datatype type, MPIABI_Op op) {
   struct given *g = take(MPIC_GIVEN_UP_BLOCK, r->id, __atomic_load_n(&r->seq, __ATOMIC_RELAXED));
-  if (!g) return mpic_next_Allreduce(MPIABI_IN_PLACE, b, 1, type, op, r->comm); /* 16 given up: wait */
+  if (!g) { /* 16 given up: wait, in a nonblocking call as the peers' (MPI never matches one with a blocking one) */
+    MPIABI_Request req;
+    int ret = mpic_next_Iallreduce(MPIABI_IN_PLACE, b, 1, type, op, r->comm, &req);
+    return ret ? ret : mpic_next_Wait(&req, MPIABI_STATUS_IGNORE);
+  }
   g->block = *b;
   int ret = mpic_next_Iallreduce(MPIABI_IN_PLACE, &g->block, 1, type, op, r->comm, &g->req);
   if (ret != 0) {
