@@ -82,9 +82,10 @@ TABLE = {
     "node_path_direct": Setting("MPI_COLLECTIVES_NODE_PATH_DIRECT", 1, True,
                                 "1 (the default): the node path's ranks read each other's buffers in place where "
                                 "the kernel allows it (Linux cross-memory attach, one copy; under Yama's "
-                                "ptrace_scope 1 each rank lets its user's processes read it, as MPI libraries do: "
-                                "docs/security.md), agreed by every rank of a window; 0: every byte goes through "
-                                "the shared window (two copies), and no rank changes who may read it", SWITCH),
+                                "ptrace_scope 1 each rank lets the ranks' launcher and its descendants read it "
+                                "while it reads in place: docs/security.md), agreed by every rank of a window at "
+                                "its first call that would; 0: every byte goes through the shared window (two "
+                                "copies), and no rank changes who may read it", SWITCH),
     "node_path_round": Setting("MPI_COLLECTIVES_NODE_PATH_ROUND", 65536, True,
                                "with the checks on and the node path on (1 or 2, Intel MPI too), on a "
                                "communicator whose ranks share one node (outside the pytest plugin's phases, "

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from helpers import ONCE, PROGRAMS, ROOT, explain, mpiexec_path, mpirun, run, wrapper_path
+from helpers import EXPECTED_FAMILY, ONCE, PROGRAMS, ROOT, explain, mpiexec_path, mpirun, run, wrapper_path
 
 # The path on with every library (Intel MPI's default is its own), for every size, verbose enough
 # to show a window was made.
@@ -266,3 +266,118 @@ def test_a_rank_that_ends_its_program_while_others_wait_in_a_round_is_named(harn
     assert re.search(r"rank [01]: rank 2 reached MPI_Finalize while this rank waits for it in all-reduce #2 \(sum of "
                      r"8 f32\) on communicator \d+: the ranks ran different numbers of collectives", proc.stderr), \
         explain(proc)
+
+
+# ---- issue 71: the third read's faults, each a scenario that failed before its fix ----
+def mem_available():
+    with open("/proc/meminfo") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+
+
+@pytest.mark.skipif(not ONCE, reason="the slices' arithmetic is the wrapper's own, the same on every family: once "
+                                     "(CI time; 2.2 GB of memory)")
+def test_an_all_reduce_whose_count_times_ranks_passes_2_31_is_exact(harness):
+    """1.1 G int8 elements at 2 ranks, in place, no size limit (what `tune` writes where the path wins to
+    its largest size): each rank's slice bounds were count * rank in int, and 366,666,667 elements came
+    back wrong on both ranks with exit 0 (direct.c). A class of test that would have found it: sizes past
+    every integer width, and the sanitizers' -fsanitize=signed-integer-overflow."""
+    if mem_available() < 3 << 30:
+        pytest.skip("needs 3 GiB of free memory (two ranks of 1.1 GB)")
+    proc = mpirun(2, [*harness, "big"], env={**ON, "MPI_COLLECTIVES_NODE_PATH_MAX": "0"}, timeout=180)
+    assert proc.returncode == 0, explain(proc)
+    assert sorted(results(proc, "big")) == [("0", "exact"), ("1", "exact")], explain(proc)
+    assert "1100000000 elements, 0 wrong" in proc.stdout, explain(proc)
+
+
+@pytest.mark.skipif(not ONCE or os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("setarch"),
+                    reason="once (the mpich configuration), as root (a PID namespace a rank)")
+def test_ranks_in_pid_namespaces_of_their_own_never_read_their_own_memory(harness):
+    """Each rank in a PID namespace of its own (a container per rank sharing /dev/shm), ASLR off: the
+    probe read a constant at an address the same in every process, in the process the peer's pid named
+    here (the reader itself: both are pid 1), and every rank summed its own memory, exit 0. Now each
+    rank's word is its own, and ranks in other namespaces are told apart: the window's copies, exact."""
+    proc = run([mpiexec_path(), "-n", "2", "unshare", "-p", "-f", "setarch", os.uname().machine, "-R", *harness,
+                "sum"], env=ON, timeout=60)
+    assert proc.returncode == 0, explain(proc)
+    assert sorted(results(proc, "sum")) == [("0", "exact"), ("1", "exact")], explain(proc)
+    assert "(pid 1, 3 calls)" in proc.stdout, explain(proc)  # the namespaces were made
+    assert "is in another PID namespace (a container of its own)" in proc.stderr, explain(proc)
+
+
+def test_a_send_outstanding_across_a_round_completes(harness):
+    """Rank 0 leaves a 64 MiB MPI_Isend outstanding across an 8-byte all-reduce (the round), rank 1
+    receives it first: a correct program (MPI's progress rule). A rank waiting in the round never entered
+    the library, so its send never moved where the library moves large messages by the sender's progress
+    (MPICH without its CMA, which it turns off under Yama's ptrace_scope 1): killed at 30 s. The round now
+    drives the library's progress as it waits, as Open MPI's coll/xhc does."""
+    proc = mpirun(2, [*harness, "progress"], env={"MPIR_CVAR_CH4_CMA_ENABLE": "0", "MPI_COLLECTIVES_VERBOSE": "2"},
+                  timeout=60)
+    assert proc.returncode == 0 and proc.stdout.count("DONE rank") == 2, explain(proc)
+    assert sorted(results(proc, "progress")) == [("0", "exact"), ("1", "exact")], explain(proc)
+    assert proc.stderr.count(ROUND) == 2, explain(proc)  # the all-reduce went through the round
+
+
+@pytest.mark.parametrize("way", WAY_PARAMS)
+def test_an_exchange_between_two_ranks_then_an_all_reduce_of_all_is_exact(harness, way):
+    """Ranks 0 and 1 exchange 256 KiB through the path, then all three all-reduce 1 MiB: the exchange
+    counted as a collective on ranks 0 and 1 only, and the all-reduce's stamps differed ("the ranks
+    called different collectives" for a correct program)."""
+    env = {**ON, **WAYS[way], "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": "all-reduce,all-to-all"}
+    proc = mpirun(3, [*harness, "pair-then-reduce"], env=env, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.count("DONE rank") == 3, explain(proc)
+    assert sorted(results(proc, "pair-then-reduce")) == [(str(r), "exact") for r in range(3)], explain(proc)
+
+
+@ROUND_ONCE
+@pytest.mark.parametrize("b_first", ["0", "1"])
+def test_a_rank_at_mpi_finalize_is_named_on_whichever_window_a_peer_waits(harness, b_first):
+    """Two communicators with rounds; the last rank skips an all-reduce on B and calls MPI_Finalize. It
+    marked its arrival window by window in the frees' order: with A freed first (b_first 0), rank 0
+    waiting in B's round heard nothing for 60 s. Every window is marked first now."""
+    proc = mpirun(2, [*harness, "early2"], env={"B_FIRST": b_first}, timeout=40)
+    assert proc.returncode != 0 and "the call returned" not in proc.stdout, explain(proc)
+    assert re.search(r"rank 0: rank 1 reached MPI_Finalize while this rank waits for it in all-reduce #2 \(sum of "
+                     r"1 f32\) on communicator \d+", proc.stderr), explain(proc)
+
+
+@ROUND_ONCE
+def test_a_call_after_mpi_finalize_gets_the_librarys_error_not_a_crash(harness):
+    """A checked call on a communicator whose window MPI_Finalize dropped, the round still on: a NULL
+    dereference (SIGSEGV). The call now goes to the library, whose own words say what is wrong."""
+    proc = mpirun(2, [*harness, "after-final"], timeout=40)
+    text = proc.stdout + proc.stderr
+    assert proc.stdout.count("FINALIZED rank") == 2, explain(proc)
+    assert "Segmentation fault" not in text and "signal 11" not in text, explain(proc)
+    if EXPECTED_FAMILY == "mpich":
+        assert "after finalizing" in text, explain(proc)
+
+
+@pytest.fixture(scope="module")
+def yama_shim(tmp_path_factory):
+    lib = str(tmp_path_factory.mktemp("yama") / "yama_shim.so")
+    cmd = ["cc", "-O1", "-Wall", "-shared", "-fPIC", "-o", lib, "tests/programs/yama_shim.c", "-ldl"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, explain(proc)
+    return {"LD_PRELOAD": lib, "CONFORMANCE_LOAD_WRAPPER_FIRST": "1", "MPI_COLLECTIVES_VERBOSE": "2"}
+
+
+@pytest.mark.skipif(not ONCE, reason="who may read a rank is the wrapper's own choice: once (CI time)")
+def test_under_yama_scope_1_a_rank_names_its_launcher_only_while_it_reads_in_place(harness, yama_shim):
+    """Yama's ptrace_scope 1, simulated (tests/programs/yama_shim.c logs each PR_SET_PTRACER). Every rank
+    set PR_SET_PTRACER_ANY for every window, a window of 8-byte psums' round too, and never took it back.
+    Now: nothing where no call reads in place; where one does, the ranks' launcher (their nearest shared
+    ancestor), taken back with the last window."""
+    small = mpirun(2, [*harness, "progress"], env=yama_shim, timeout=60)
+    assert small.returncode == 0 and small.stdout.count("DONE rank") == 2, explain(small)
+    assert "SHIM" not in small.stderr, explain(small)
+    large = mpirun(2, [*harness, "sum"], env={**yama_shim, **ON}, timeout=60)
+    assert large.returncode == 0 and sorted(results(large, "sum")) == [("0", "exact"), ("1", "exact")], explain(large)
+    named = re.findall(r"SHIM pid (\d+): PR_SET_PTRACER (\S+)", large.stderr)
+    by_pid = {}
+    for pid, who in named:
+        by_pid.setdefault(pid, []).append(who)
+    assert len(by_pid) == 2, explain(large)
+    for calls in by_pid.values():
+        assert len(calls) == 2 and calls[0] not in ("ANY", "0") and calls[1] == "0", explain(large)
+    assert len({calls[0] for calls in by_pid.values()}) == 1, explain(large)  # one launcher for both
+    assert "the ranks' launcher (its process and descendants) may read" in large.stderr, explain(large)

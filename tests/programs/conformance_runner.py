@@ -10,8 +10,13 @@ system Pythons). Inside Python the harness still loads the wrapper the way MPItr
 (dlopen with RTLD_DEEPBIND, everything through dlsym), and that is where MPItrampoline loads it
 too: inside jaxlib, in a Python process."""
 import ctypes
+import os
 import sys
 
+if os.environ.get("CONFORMANCE_LOAD_WRAPPER_FIRST") == "1":
+    # As the package's own import loads it before MPItrampoline does (no RTLD_DEEPBIND): bound to a
+    # preloaded library's functions (tests/programs/yama_shim.c), which RTLD_DEEPBIND would pass over.
+    ctypes.CDLL(sys.argv[2])
 harness = ctypes.CDLL(sys.argv[1])
 args = [a.encode() for a in sys.argv[1:]]
 harness.conformance_main.restype = ctypes.c_int

@@ -52,6 +52,23 @@
  *               (the environment's) before MPI_Finalize; the wrapper's wait
  *               there reports after LATE_REPORT_S and ends the job after
  *               LATE_LIMIT_S seconds, as initialize() would set them.
+ *   big         an in-place int8 sum all-reduce of BIG_COUNT elements (the
+ *               environment's; 1.1 G at 2 ranks puts count * P past 2^31),
+ *               every element checked: "exact", never a wrong element.
+ *   sum         three 1 MiB float all-reduces, checked (ranks in containers).
+ *   progress    rank 0 leaves a 64 MiB MPI_Isend to rank 1 outstanding across
+ *               an 8-byte all-reduce; rank 1 receives it first: MPI's progress
+ *               rule makes it a correct program, which must end.
+ *   pair-then-reduce
+ *               ranks 0 and 1 exchange 256 KiB (MPI_Sendrecv), then every rank
+ *               all-reduces 1 MiB: exact (an exchange is not a collective).
+ *   early2      two communicators, each with a small checked all-reduce; the
+ *               last rank then skips one more on the one made second (first
+ *               with B_FIRST=1) and calls MPI_Finalize: the others are told at
+ *               once, whichever window it frees first.
+ *   after-final a small checked all-reduce (the round), MPI_Finalize, then
+ *               another on the same communicator: the library's own error for
+ *               a call after MPI_Finalize, never a crash of the wrapper.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -68,9 +85,10 @@
 #define FUNCTIONS(X)                                                                                    \
   X(Init_thread) X(Finalize) X(Comm_rank) X(Comm_size) X(Comm_split) X(Comm_free) X(Allreduce)          \
   X(Type_contiguous) X(Type_vector) X(Type_commit) X(Type_free) X(Op_create) X(Op_free) X(Barrier)      \
-  X(Sendrecv) X(Allgather) X(Reduce_scatter)
+  X(Sendrecv) X(Allgather) X(Reduce_scatter) X(Isend) X(Recv) X(Wait)
 #define CONSTANTS(X)                                                                                    \
-  X(COMM_WORLD) X(FLOAT) X(DOUBLE) X(INT) X(SUM) X(MAX) X(THREAD_MULTIPLE) X(STATUS_IGNORE) X(IN_PLACE)
+  X(COMM_WORLD) X(FLOAT) X(DOUBLE) X(INT) X(SUM) X(MAX) X(THREAD_MULTIPLE) X(STATUS_IGNORE) X(IN_PLACE) \
+  X(INT8_T) X(BYTE)
 
 static struct {
 #define DECLARE_FUNCTION(name) __typeof__(MPIABI_##name) *name;
@@ -481,12 +499,115 @@ static void round_time(void) {
   result("round-time", y == size * (size - 1) / 2.0, NULL);
 }
 
+/* ---- issue 71's scenarios ---- */
+static void big(void) {
+  MPIABI_Comm c = split();
+  const char *env = getenv("BIG_COUNT");
+  long n = env ? atol(env) : 1100000000L;
+  signed char *x = malloc((size_t)n);
+  if (!x) {
+    printf("FAIL big: no memory for %ld bytes\n", n);
+    exit(2);
+  }
+  for (long i = 0; i < n; i++) x[i] = (signed char)((i + rank) % 3);
+  mpi.Allreduce(mpi.IN_PLACE, x, (int)n, mpi.INT8_T, mpi.SUM, c);
+  long wrong = 0, first = -1;
+  for (long i = 0; i < n; i++) {
+    int want = 0;
+    for (int r = 0; r < size; r++) want += (int)((i + r) % 3);
+    if (x[i] != (signed char)want && !wrong++) first = i;
+  }
+  char detail[120];
+  snprintf(detail, sizeof detail, "(%ld elements, %ld wrong, the first at %ld)", n, wrong, first);
+  result("big", wrong == 0, detail);
+  free(x);
+}
+
+static void sum(void) {
+  MPIABI_Comm c = split();
+  int ok = 1;
+  for (int k = 0; k < 3; k++) ok = ok && allreduce_exact(c, 262144, k);
+  char detail[64];
+  snprintf(detail, sizeof detail, "(pid %d, 3 calls)", (int)getpid());
+  result("sum", ok, detail);
+}
+
+static void progress(void) {
+  MPIABI_Comm c = split();
+  size_t bytes = 64u << 20;
+  char *buf = malloc(bytes);
+  memset(buf, rank == 0 ? 7 : 0, bytes);
+  int ok = round_allreduce(c, 2, 0, 0, 0); /* the first checked call decides the round: the next are rounds */
+  if (rank == 0) {
+    MPIABI_Request req;
+    mpi.Isend(buf, (int)bytes, mpi.BYTE, 1, 11, mpi.COMM_WORLD, &req);
+    ok = round_allreduce(c, 2, 0, 0, 0) && ok;
+    mpi.Wait(&req, mpi.STATUS_IGNORE);
+  } else {
+    if (rank == 1) {
+      mpi.Recv(buf, (int)bytes, mpi.BYTE, 0, 11, mpi.COMM_WORLD, mpi.STATUS_IGNORE);
+      ok = buf[0] == 7 && buf[bytes - 1] == 7 && ok;
+    }
+    ok = round_allreduce(c, 2, 0, 0, 0) && ok;
+  }
+  free(buf);
+  result("progress", ok, rank < 2 ? "(the send and the all-reduce)" : "(the all-reduce)");
+}
+
+static void pair_then_reduce(void) {
+  MPIABI_Comm c = split();
+  long n = 65536;
+  int ok = 1;
+  if (rank < 2) {
+    float *x = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * (size_t)n);
+    for (long i = 0; i < n; i++) x[i] = value(rank, i);
+    mpi.Sendrecv(x, (int)n, mpi.FLOAT, 1 - rank, 7, y, (int)n, mpi.FLOAT, 1 - rank, 7, c, mpi.STATUS_IGNORE);
+    for (long i = 0; i < n && ok; i++) ok = y[i] == value(1 - rank, i);
+    free(x);
+    free(y);
+  }
+  ok = allreduce_exact(c, 262144, 3) && ok;
+  result("pair-then-reduce", ok, rank < 2 ? "(exchanged, then all-reduced)" : "(all-reduced)");
+}
+
+static void early2(void) {
+  int b_first = getenv("B_FIRST") && atoi(getenv("B_FIRST"));
+  MPIABI_Comm a, b;
+  if (b_first) b = split(), a = split();
+  else a = split(), b = split();
+  /* each communicator's window made, in the order of their making (its finalize order) */
+  int ok = b_first ? round_allreduce(b, 1, 0, 0, 0) && round_allreduce(a, 1, 0, 0, 0)
+                   : round_allreduce(a, 1, 0, 0, 0) && round_allreduce(b, 1, 0, 0, 0);
+  result("early2", ok, "(the agreed calls)");
+  if (rank != size - 1) {
+    round_allreduce(b, 1, 0, 0, 0); /* the last rank never calls it */
+    printf("RESULT early2 rank %d: the call returned\n", rank);
+    fflush(stdout);
+  }
+}
+
+static void after_final(void) {
+  MPIABI_Comm c = split();
+  result("after-final", round_allreduce(c, 2, 0, 0, 0), "(before MPI_Finalize)");
+  mpi.Finalize();
+  printf("FINALIZED rank %d\n", rank);
+  fflush(stdout);
+  double x = 1, y = 0;
+  int ret = mpi.Allreduce(&x, &y, 1, mpi.DOUBLE, mpi.SUM, c); /* erroneous: after MPI_Finalize */
+  printf("RESULT after-final rank %d: the call after MPI_Finalize returned %d\n", rank, ret);
+  fflush(stdout);
+  exit(0);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     printf("usage: node_path_harness WRAPPER.so SCENARIO\n");
     return 2;
   }
-  void *w = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND);
+  /* MPItrampoline's flags; without RTLD_DEEPBIND under the sanitizers (HARNESS_NO_DEEPBIND=1: their
+   * runtimes refuse it, tests/native/test_sanitizers.py) */
+  int deepbind = getenv("HARNESS_NO_DEEPBIND") && atoi(getenv("HARNESS_NO_DEEPBIND")) ? 0 : RTLD_DEEPBIND;
+  void *w = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL | deepbind);
   if (!w) {
     printf("FAIL load: %s\n", dlerror());
     return 2;
@@ -519,6 +640,12 @@ int main(int argc, char **argv) {
   else if (!strcmp(s, "round-parts")) round_parts();
   else if (!strcmp(s, "round-early")) round_early();
   else if (!strcmp(s, "round-time")) round_time();
+  else if (!strcmp(s, "big")) big();
+  else if (!strcmp(s, "sum")) sum();
+  else if (!strcmp(s, "progress")) progress();
+  else if (!strcmp(s, "pair-then-reduce")) pair_then_reduce();
+  else if (!strcmp(s, "early2")) early2();
+  else if (!strcmp(s, "after-final")) after_final();
   else {
     printf("FAIL unknown scenario %s\n", s);
     return 2;

@@ -35,8 +35,8 @@ MPIABI_Comm mpic_node_across(const struct mpic_record *r, int shm_size, int shm_
 int mpic_node_composed_allreduce(struct mpic_node *n, struct mpic_allreduce_args *a, int esize) {
   int64_t *at = mpic_node_parts(n->size, "an all-reduce"), *counts = at + n->size;
   for (int64_t q = 0; q < n->size; q++) {
-    at[q] = (int64_t)a->count * q / n->size;
-    counts[q] = (int64_t)a->count * (q + 1) / n->size - at[q];
+    at[q] = mpic_node_slice_at(a->count, q, n->size);
+    counts[q] = mpic_node_slice_at(a->count, q + 1, n->size) - at[q];
   }
   char *out = a->recv, *mine = out + at[n->rank] * esize;
   mpic_node_reduce_parts(n, a->send == MPIABI_IN_PLACE ? out : a->send, mine, at, counts, a->type, a->op, esize);

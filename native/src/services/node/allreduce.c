@@ -25,13 +25,13 @@ int mpic_node_allreduce(struct mpic_node *n, struct mpic_allreduce_args *a, int 
     size_t half = mpic_turn_begin(n, chunk);
     memcpy(n->shares[n->rank] + half, in + first * esize, (size_t)(count * esize));
     mpic_turn_publish(n, half);
-    int64_t lo = count * n->rank / P, hi = count * (n->rank + 1) / P;
+    int64_t lo = mpic_node_slice_at(count, n->rank, P), hi = mpic_node_slice_at(count, n->rank + 1, P);
     char *mine = n->shares[n->rank] + half + lo * esize;
     for (int k = 1; k < P; k++)
       mpic_node_reduce_local(n->shares[(n->rank + k) % P] + half + lo * esize, mine, hi - lo, a->type, a->op);
     mpic_turn_sync(n);
     for (int64_t q = 0; q < P; q++) {
-      int64_t qlo = count * q / P, qhi = count * (q + 1) / P;
+      int64_t qlo = mpic_node_slice_at(count, q, P), qhi = mpic_node_slice_at(count, q + 1, P);
       memcpy(out + (first + qlo) * esize, n->shares[q] + half + qlo * esize, (size_t)((qhi - qlo) * esize));
     }
   }

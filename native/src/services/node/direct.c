@@ -4,15 +4,14 @@
  * of it). Open MPI's smsc/cma and MPICH's CMA transfers do the same for
  * large messages.
  *
- * Whether it works is decided once per window, when it is made, by every
- * rank of it (mpic_node_direct_probe: each rank reads a word of every peer;
- * one MIN all-reduce): the kernel may forbid it (Yama's ptrace_scope 2 or 3,
- * a seccomp profile, a container without the capability), and then the
- * window's copies stay. Under Yama's ptrace_scope 1 a process may read
- * another only where that one named it, so each rank allows every process of
- * its user to (prctl PR_SET_PTRACER_ANY), as MPI libraries do for the same
- * transfers; MPI_COLLECTIVES_NODE_PATH_DIRECT=0 leaves that, and this file,
- * unused (docs/security.md).
+ * Whether it works is decided once per window, at the first call that would
+ * read in place, by every rank of it (the probe: each rank reads a word of
+ * every peer; one MIN all-reduce): the kernel may forbid it (Yama's
+ * ptrace_scope 2 or 3, a seccomp profile, a container without the
+ * capability), the ranks may sit in separate PID namespaces, and then the
+ * window's copies stay. Under Yama's ptrace_scope 1 a rank names who may
+ * read it (below); MPI_COLLECTIVES_NODE_PATH_DIRECT=0 leaves that, and this
+ * file, unused (docs/security.md).
  *
  * Each call publishes, beside its stamp (turns.c), the addresses of its
  * buffers; peers read them after the stamp's check, and a last
@@ -22,7 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "call_failed.h"
@@ -31,13 +34,23 @@
 #include "log.h"
 #include "settings.h"
 
-/* ---- the probe ---- */
-static const uint64_t probe_word = 0x6d7069632d636d61ull; /* what a peer must read at this address */
-
+/* ---- the probe ----
+ * Decided at the first call that would read in place (mpic_node_direct_decide), not when the window is
+ * made: a window that serves only the one round, or a job whose collectives never reach the path's sizes,
+ * never asks the kernel for anything (issue 71: every window set PR_SET_PTRACER_ANY, for good).
+ *
+ * Each rank publishes its pid, its PID namespace, a few of its ancestors, and the address of a random word
+ * of its own; a peer must read, at that address in that pid, that rank's word, and it must differ from its
+ * own. Ranks in separate PID namespaces (a container per rank sharing /dev/shm) see each other's pids as
+ * other processes (often themselves: every container's first process is pid 1), and with ASLR off a
+ * constant lies at the same address everywhere: a constant word passed the probe there and every rank
+ * summed its own memory (issue 71). Open MPI's smsc/cma compares namespaces in the same way. */
 struct probe {
   int64_t pid;
-  uint64_t at;
+  uint64_t at, word, pidns;
+  int32_t up[4]; /* the nearest ancestors: the ranks' launcher is the nearest they share */
 };
+_Static_assert(MPIC_NODE_PROBE_AT + sizeof(struct probe) <= MPIC_NODE_ROUND_STOP_AT, "the probe fits its line");
 
 static int yama_scope(void) {
   FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
@@ -47,6 +60,37 @@ static int yama_scope(void) {
     fclose(f);
   }
   return scope;
+}
+
+static uint64_t pid_namespace(void) {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+static int parent_of(int pid) {
+  char path[64], text[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t got = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[got] = 0;
+  const char *close = strrchr(text, ')'); /* the command's name may hold spaces and parentheses */
+  int ppid = 0;
+  char state;
+  return close && sscanf(close + 1, " %c %d", &state, &ppid) == 2 ? ppid : 0;
+}
+
+/* A word no other process holds: the kernel's randomness, else the clock and where this process keeps it. */
+static uint64_t fresh_word(const void *where) {
+  uint64_t w = 0;
+  if (getrandom(&w, sizeof w, GRND_NONBLOCK) != (ssize_t)sizeof w) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    w = ((uint64_t)t.tv_nsec << 32 ^ (uint64_t)t.tv_sec) ^ (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^
+        (uint64_t)(uintptr_t)where;
+  }
+  return w ? w : 1;
 }
 
 /* Bytes from `from` in process pid into `to`, whole: 0, or errno. */
@@ -61,33 +105,115 @@ static int read_peer(int pid, void *to, uint64_t from, size_t bytes) {
   return 0;
 }
 
-int mpic_node_direct_probe(struct mpic_node *n) {
-  int mine = mpic_settings.node_path_direct != 0, all = 0;
-  if (mine && yama_scope() == 1) mine = prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) == 0;
+/* ---- who may read this process (Yama's ptrace_scope 1) ----
+ * Under ptrace_scope 1 a process reads another only where that one named it (prctl PR_SET_PTRACER): a
+ * process, and its descendants. A rank names the nearest ancestor every rank of the window shares (the
+ * launcher's proxy on this node: its ranks are its descendants), else any process of the user; only while
+ * a window reads in place, taken back with the last one. One ptracer a process: a window that needs
+ * another ancestor than the one named widens it to any. MPICH's CMA turns itself off under ptrace_scope 1
+ * instead; Open MPI's smsc/cma and UCX name any process (docs/security.md). */
+static pthread_mutex_t ptracer_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long ptracer_named = 0; /* 0: none; PR_SET_PTRACER_ANY; or a pid */
+static int ptracer_users = 0;           /* windows that read in place under it */
+
+static int name_ptracer(unsigned long who) {
+  pthread_mutex_lock(&ptracer_lock);
+  if (ptracer_users > 0 && ptracer_named != who) who = PR_SET_PTRACER_ANY;
+  int ok = ptracer_named == who || prctl(PR_SET_PTRACER, who, 0, 0, 0) == 0;
+  if (ok) ptracer_named = who, ptracer_users++;
+  pthread_mutex_unlock(&ptracer_lock);
+  return ok;
+}
+
+static void unname_ptracer(void) {
+  pthread_mutex_lock(&ptracer_lock);
+  if (ptracer_users > 0 && --ptracer_users == 0) {
+    prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+    ptracer_named = 0;
+    mpic_log(2, "rank %d: no window reads in place any longer: this process's ptracer (Yama) taken back",
+             mpic_record_world_rank());
+  }
+  pthread_mutex_unlock(&ptracer_lock);
+}
+
+/* The nearest ancestor in every rank's list (the same answer on every rank: one data), else 0. */
+static int shared_ancestor(const struct mpic_node *n) {
+  const struct probe *first = (const struct probe *)(n->shares[0] + MPIC_NODE_PROBE_AT);
+  for (int i = 0; i < 4; i++) {
+    int a = first->up[i], everywhere = a > 1;
+    for (int q = 1; q < n->size && everywhere; q++) {
+      const struct probe *p = (const struct probe *)(n->shares[q] + MPIC_NODE_PROBE_AT);
+      int found = 0;
+      for (int j = 0; j < 4 && !found; j++) found = p->up[j] == a;
+      everywhere = found;
+    }
+    if (everywhere) return a;
+  }
+  return 0;
+}
+
+static int probe(struct mpic_node *n) {
+  int mine = mpic_settings.node_path_direct != 0, all = 0, yama = yama_scope(), named = 0;
+  n->word = fresh_word(n);
   struct probe *own = (struct probe *)(n->shares[n->rank] + MPIC_NODE_PROBE_AT);
-  *own = (struct probe){getpid(), (uint64_t)(uintptr_t)&probe_word};
-  mpic_turn_sync(n);
-  int failed_errno = 0;
+  *own = (struct probe){getpid(), (uint64_t)(uintptr_t)&n->word, n->word, pid_namespace(), {0, 0, 0, 0}};
+  for (int i = 0, pid = getpid(); i < 4 && (pid = parent_of(pid)) > 0; i++) own->up[i] = pid;
+  mpic_turn_publish(n, mpic_turn_begin(n, -1)); /* stamped: ranks at different calls stop here, named */
+  char why[160] = "";
+  for (int q = 0; mine && q < n->size; q++) {
+    const struct probe *theirs = (const struct probe *)(n->shares[q] + MPIC_NODE_PROBE_AT);
+    if (theirs->pidns != own->pidns)
+      mine = 0, snprintf(why, sizeof why, ": rank %d is in another PID namespace (a container of its own)",
+                         n->world[q]);
+  }
+  unsigned long who = 0;
+  if (mine && yama == 1) {
+    int ancestor = shared_ancestor(n);
+    who = ancestor ? (unsigned long)ancestor : PR_SET_PTRACER_ANY;
+    mine = named = name_ptracer(who);
+    if (!named) snprintf(why, sizeof why, ": prctl(PR_SET_PTRACER) failed under Yama's ptrace_scope 1");
+  }
+  mpic_turn_sync(n); /* every rank's ptracer named before any rank reads */
   for (int q = 0; mine && q < n->size; q++) {
     if (q == n->rank) continue;
     const struct probe *theirs = (const struct probe *)(n->shares[q] + MPIC_NODE_PROBE_AT);
     uint64_t word = 0;
-    failed_errno = read_peer((int)theirs->pid, &word, theirs->at, sizeof word);
-    mine = !failed_errno && word == probe_word;
+    int err = read_peer((int)theirs->pid, &word, theirs->at, sizeof word);
+    mine = !err && word == theirs->word && word != n->word;
+    if (err)
+      snprintf(why, sizeof why, "%s", err == EPERM ? ": the kernel does not allow it here (EPERM: Yama's "
+                                                     "ptrace_scope, seccomp or the container)"
+                                                   : ": the kernel's process_vm_readv failed");
+    else if (!mine) snprintf(why, sizeof why, ": rank %d's pid names another process here", n->world[q]);
     n->pids[q] = (int)theirs->pid;
   }
+  if (mine && !(n->tmp = malloc(MPIC_NODE_CHUNK))) /* the reduction's staging, cache-sized; agreed below */
+    mine = 0, snprintf(why, sizeof why, ": out of memory for its staging");
   int ret = mpic_next_Allreduce(&mine, &all, 1, MPIABI_INT, MPIABI_MIN, n->shm);
   if (ret != 0) mpic_call_failed("MPI_Allreduce (the node path's)", ret);
-  if (all && !(n->tmp = malloc(MPIC_NODE_CHUNK))) all = 0; /* the reduction's staging, cache-sized */
-  if (n->rank == 0 || failed_errno)
+  if (!all) free(n->tmp), n->tmp = NULL;
+  if (named && !all) unname_ptracer();
+  n->ptracer = named && all;
+  if (n->rank == 0 || why[0])
     mpic_log(2, "communicator %d: its ranks on this node %s each other's buffers in place (cross-memory attach)%s%s",
              n->record_id, all ? "read" : "do not read",
-             mpic_settings.node_path_direct ? "" : ": MPI_COLLECTIVES_NODE_PATH_DIRECT=0",
-             failed_errno ? (failed_errno == EPERM ? ": the kernel does not allow it here (EPERM: Yama's "
-                                                    "ptrace_scope, seccomp or the container)"
-                                                  : ": the kernel's process_vm_readv failed")
-                          : "");
+             mpic_settings.node_path_direct ? "" : ": MPI_COLLECTIVES_NODE_PATH_DIRECT=0", why);
+  if (n->ptracer)
+    mpic_log(2, "rank %d: Yama's ptrace_scope 1: %s may read this process's memory while the node path reads in "
+                "place (MPI_COLLECTIVES_NODE_PATH_DIRECT=0 leaves it unchanged)",
+             n->world[n->rank], who == PR_SET_PTRACER_ANY ? "any process of this user" : "the ranks' launcher (its "
+                                                                                      "process and descendants)");
   return all;
+}
+
+int mpic_node_direct_decide(struct mpic_node *n) {
+  if (n->direct == MPIC_NODE_DIRECT_UNDECIDED) n->direct = n->across == MPIABI_COMM_NULL ? probe(n) : 0;
+  return n->direct;
+}
+
+void mpic_node_direct_release(struct mpic_node *n) {
+  if (n->ptracer) unname_ptracer();
+  n->ptracer = 0;
 }
 
 /* ---- the buffers' addresses, beside the stamp ---- */
@@ -149,7 +275,7 @@ int mpic_node_direct_allreduce(struct mpic_node *n, struct mpic_allreduce_args *
   int in_place = a->send == MPIABI_IN_PLACE;
   const char *in = in_place ? a->recv : a->send;
   char *out = a->recv;
-  int64_t P = n->size, lo = a->count * n->rank / P, hi = a->count * (n->rank + 1) / P;
+  int64_t P = n->size, lo = mpic_node_slice_at(a->count, n->rank, P), hi = mpic_node_slice_at(a->count, n->rank + 1, P);
   size_t half = publish(n, in, out);
   uint64_t *at = (uint64_t *)mpic_node_parts(P, "an all-reduce");
   for (int q = 0; q < P; q++) at[q] = where_of(n, q, half)->in + (uint64_t)(lo * esize);
@@ -157,7 +283,7 @@ int mpic_node_direct_allreduce(struct mpic_node *n, struct mpic_allreduce_args *
   free(at);
   mpic_turn_sync(n); /* every slice reduced */
   for (int q = 0; q < P; q++) {
-    int64_t qlo = a->count * q / P, qhi = a->count * (q + 1) / P;
+    int64_t qlo = mpic_node_slice_at(a->count, q, P), qhi = mpic_node_slice_at(a->count, q + 1, P);
     if (q != n->rank && qhi > qlo)
       mpic_node_read_peer(n, q, out + qlo * esize, where_of(n, q, half)->out + (uint64_t)(qlo * esize),
                 (size_t)((qhi - qlo) * esize));

@@ -49,7 +49,7 @@ static void direct(struct mpic_node *n, struct mpic_sendrecv_args *a, int64_t to
 int mpic_node_exchange(struct mpic_node *n, struct mpic_sendrecv_args *a, int esize) {
   /* bytes relayed as they are: a piece need not end on an element */
   int64_t total = (int64_t)esize * a->sendcount, per_chunk = MPIC_NODE_CHUNK;
-  if (n->direct) {
+  if (n->direct == 1) { /* decided when the window was made (mpic_node_created) */
     direct(n, a, total);
     return finish(a);
   }

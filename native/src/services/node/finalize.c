@@ -92,6 +92,7 @@ struct mpic_node_census mpic_node_count(void) {
 
 /* Its ranks are at the same free: unlock, free, and its communicators. */
 static void free_window(struct mpic_node *n) {
+  mpic_node_direct_release(n);
   mpic_next_Win_unlock_all(n->win);
   int ret = mpic_next_Win_free(&n->win);
   if (ret != 0) mpic_call_failed("MPI_Win_free (the node path's)", ret);
@@ -239,6 +240,15 @@ static void arrive(struct mpic_node *n) {
 }
 
 void mpic_node_finalize(void) {
+  /* This rank's arrival marked in every window first: a peer waiting in a round on any of them names it
+   * at once (round.c), where marked window by window, in the frees' order, a peer waiting on a later
+   * window than the first heard nothing until the stall report (issue 71). */
+  pthread_mutex_lock(&windows_lock);
+  for (struct mpic_node *n = windows; n; n = n->next) {
+    __atomic_store_n((int *)(n->shares[n->rank] + MPIC_NODE_FINAL_AT), 1, __ATOMIC_RELEASE);
+    mpic_next_Win_sync(n->win);
+  }
+  pthread_mutex_unlock(&windows_lock);
   for (;;) {
     pthread_mutex_lock(&windows_lock);
     struct mpic_node **first = NULL;
@@ -246,7 +256,8 @@ void mpic_node_finalize(void) {
       if (!first || before(*p, *first)) first = p;
     struct mpic_node *n = first ? *first : NULL;
     if (n) *first = n->next;
-    if (n && n->record) { /* a communicator XLA still holds: the library's from now on */
+    if (n && n->record) { /* a communicator XLA still holds: the library's from now on, its checks too */
+      __atomic_store_n(&n->record->round, MPIC_ROUND_OFF, __ATOMIC_RELEASE);
       __atomic_store_n(&n->record->node_state, MPIC_NODE_LIBRARY, __ATOMIC_RELEASE);
       __atomic_store_n(&n->record->node, NULL, __ATOMIC_RELEASE);
     }

@@ -39,7 +39,10 @@ struct mpic_node {
   int size, rank;     /* in shm */
   int *world;         /* size: each shm rank's rank in MPI_COMM_WORLD, for the sentences */
   int *pids;          /* size: each shm rank's process id (direct.c) */
-  int direct;         /* the ranks read each other's buffers in place (direct.c), agreed */
+  int direct;         /* the ranks read each other's buffers in place (direct.c), agreed at the first call
+                       * that would: 1, 0, or MPIC_NODE_DIRECT_UNDECIDED */
+  uint64_t word;      /* this process's probe word for this window (direct.c): read by peers in place */
+  int ptracer;        /* this window holds this process's Yama ptracer (direct.c) */
   void *tmp;          /* MPIC_NODE_CHUNK bytes where direct: a reduction's staging */
   char **shares;      /* size: each rank's MPIC_NODE_SHARE bytes */
   int record_id;      /* the communicator's id (its split's: the same on every member), for the sentences
@@ -98,7 +101,7 @@ int mpic_node_composed_allreduce(struct mpic_node *n, struct mpic_allreduce_args
 
 /* turns.c: one caller at a time; a call's chunks, each stamped with the
  * call, and published to the other ranks (fences and a barrier). */
-void mpic_turns_enter(struct mpic_node *n, uint64_t sig, int64_t count, uint64_t shape);
+void mpic_turns_enter(struct mpic_node *n, uint64_t sig, int64_t count, uint64_t shape, int collective);
 /* The sentence for a second caller on one communicator (one for the whole path). */
 __attribute__((noreturn)) void mpic_node_two_threads(int world_rank, int record_id);
 void mpic_turns_leave(struct mpic_node *n);
@@ -121,6 +124,10 @@ void mpic_node_reduce_local(const void *in, void *inout, int64_t count, MPIABI_D
 static inline int64_t mpic_node_piece(int64_t count, int64_t first, int64_t most) {
   return count - first < most ? count - first : most;
 }
+/* Where slice q of P begins in a buffer of `count` elements (slice q is [slice_at(q), slice_at(q + 1))), on
+ * element boundaries: the one place slice bounds are computed, in 64 bits (a count near 2^31 times a rank
+ * overflows an int: issue 71, wrong numbers from 1.07 G elements at 2 ranks). */
+static inline int64_t mpic_node_slice_at(int64_t count, int64_t q, int64_t P) { return count * q / P; }
 /* Where each of P parts begins (at[q]) and how long it is (at[P + q]), calloc'd. */
 int64_t *mpic_node_parts(int64_t P, const char *what);
 
@@ -130,10 +137,13 @@ void mpic_node_gather_parts(struct mpic_node *n, const char *in, char *out, cons
 void mpic_node_reduce_parts(struct mpic_node *n, const char *in, char *out, const int64_t *at, const int64_t *counts,
                             MPIABI_Datatype type, MPIABI_Op op, int esize);
 
-/* direct.c: whether every rank of n reads its peers' buffers in place
- * (collective over n's ranks, once, when the window is made); and the
- * collectives that way. */
-int mpic_node_direct_probe(struct mpic_node *n);
+/* direct.c: whether every rank of n reads its peers' buffers in place,
+ * decided (collective over n's ranks, stamped as the call's, once) at the
+ * first call that would; the ptracer it named given back as the window goes;
+ * and the collectives that way. */
+#define MPIC_NODE_DIRECT_UNDECIDED (-1)
+int mpic_node_direct_decide(struct mpic_node *n);
+void mpic_node_direct_release(struct mpic_node *n);
 int mpic_node_direct_allreduce(struct mpic_node *n, struct mpic_allreduce_args *a, int esize);
 int mpic_node_direct_allgather(struct mpic_node *n, struct mpic_allgather_args *a, int esize);
 int mpic_node_direct_reduce_scatter(struct mpic_node *n, struct mpic_reduce_scatter_args *a, int esize);

@@ -150,8 +150,10 @@ void mpic_node_created(struct mpic_record *r) {
    * communicator may not make (a program's own exchange between two of them): a window, made collectively,
    * is never made inside one. Where all-to-all is on the path, the communicator's creation, which every
    * member makes, makes it. */
-  if ((mpic_settings.node_path_collectives & MPIC_NODE_PATH_COLLECTIVES_ALL_TO_ALL) && allowed(r))
-    mpic_node_attach(r);
+  if ((mpic_settings.node_path_collectives & MPIC_NODE_PATH_COLLECTIVES_ALL_TO_ALL) && allowed(r)) {
+    struct mpic_node *n = mpic_node_attach(r);
+    if (n) mpic_node_direct_decide(n); /* the exchanges' way, decided while every member is here */
+  }
 }
 
 int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *args, struct mpic_node_plan *plan) {
@@ -185,9 +187,10 @@ int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *a
 int mpic_node_run(const struct mpic_node_plan *plan, mpic_library_call call, void *args) {
   struct mpic_node *n = plan->node;
   int esize = plan->esize, ret = 0;
-  mpic_turns_enter(n, plan->sig, plan->count, plan->shape);
+  /* an exchange is two ranks' call: it never counts among the collectives every member numbers alike */
+  mpic_turns_enter(n, plan->sig, plan->count, plan->shape, call != mpic_call_sendrecv);
   /* one node, its ranks reading each other's buffers in place: one copy (direct.c); else the window's two */
-  int direct = n->direct && n->across == MPIABI_COMM_NULL;
+  int direct = call != mpic_call_sendrecv && mpic_node_direct_decide(n) == 1;
   if (call == mpic_call_allreduce)
     ret = direct ? mpic_node_direct_allreduce(n, args, esize) : mpic_node_allreduce(n, args, esize);
   else if (call == mpic_call_allgather)

@@ -25,7 +25,8 @@
  * way. turns.c's MPI_Win_sync and MPI_Barrier stay for the chunks.
  *
  * A rank waits spinning, then yielding its core (ranks may outnumber
- * cores), then sleeping in short steps; the stall report, the peer watch
+ * cores), then sleeping in short steps, driving the library's progress as
+ * it goes (progress(), as those collectives call their progress engines); the stall report, the peer watch
  * and SIGTERM find it there as they find one in the library (each is a
  * thread or a handler of its own), and a peer that reached MPI_Finalize
  * instead is named here. */
@@ -87,6 +88,18 @@ static __attribute__((noreturn)) void finalized(const struct mpic_node *n, int q
              n->world[n->rank], n->world[q], call, n->record_id);
 }
 
+/* The library's progress, as a rank waiting in one of its own calls drives it: a rank that waits here never
+ * enters the library otherwise, and its own nonblocking operations would wait with it (an MPI_Isend
+ * outstanding across a collective, its receiver waiting for it: a correct program that hung, issue 71,
+ * wherever the library moves large messages by the sender's progress: MPICH under Yama's ptrace_scope 1).
+ * Open MPI's coll/xhc calls opal_progress() from its flag waits in the same way. An MPI_Iprobe is the
+ * standard's way to ask for progress; it matches nothing (a probe receives no message). */
+static void progress(const struct mpic_node *n) {
+  int flag = 0;
+  MPIABI_Status st;
+  mpic_next_Iprobe(MPIABI_ANY_SOURCE, MPIABI_ANY_TAG, n->shm, &flag, &st);
+}
+
 /* Until peer q's words for round `number` are there: 1; 0 where q has left the rounds before it. */
 static int wait_for(const struct mpic_node *n, int q, uint64_t number, const struct head *mine, unsigned seq) {
   const struct head *theirs = (const struct head *)buffer(n, q, number);
@@ -102,6 +115,7 @@ static int wait_for(const struct mpic_node *n, int q, uint64_t number, const str
     }
     if (spins % 64 == 0) {
       if (__atomic_load_n(final, __ATOMIC_ACQUIRE)) finalized(n, q, mine, seq);
+      progress(n);
       int64_t now = mpic_monotonic_ns();
       if (!since) since = now;
       if (now - since > 10 * 1000 * 1000) { /* a peer that is late by more than 10 ms: give the core back */
@@ -178,6 +192,10 @@ static int fits(const struct mpic_node *n, const struct mpic_round_call *c) {
 
 int mpic_node_round(struct mpic_record *r, const struct mpic_round_call *c, int64_t **seen) {
   struct mpic_node *n = mpic_node_of(r);
+  if (!n) { /* the window dropped at MPI_Finalize (finalize.c): the library's check, as every call after it */
+    __atomic_store_n(&r->round, MPIC_ROUND_OFF, __ATOMIC_RELEASE);
+    return MPIC_ROUND_LEFT;
+  }
   if (__atomic_exchange_n(&n->busy, 1, __ATOMIC_ACQUIRE)) mpic_node_two_threads(n->world[n->rank], n->record_id);
   uint64_t number = ++n->rounds;
   unsigned seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED); /* the call's number on r, as the flight record's */

@@ -52,9 +52,11 @@ void mpic_node_two_threads(int world_rank, int record_id) {
              world_rank, record_id);
 }
 
-void mpic_turns_enter(struct mpic_node *n, uint64_t sig, int64_t count, uint64_t shape) {
+void mpic_turns_enter(struct mpic_node *n, uint64_t sig, int64_t count, uint64_t shape, int collective) {
   if (__atomic_exchange_n(&n->busy, 1, __ATOMIC_ACQUIRE)) mpic_node_two_threads(n->world[n->rank], n->record_id);
-  n->calls++;
+  /* the number every member gives this call: collectives only (an exchange between two ranks counted
+   * here made the next collective's stamps differ on the others: issue 71) */
+  if (collective) n->calls++;
   n->sig = sig;
   n->count = count;
   n->shape = shape;

@@ -183,8 +183,8 @@ static struct mpic_node *keep(struct mpic_record *r, MPIABI_Comm shm, MPIABI_Com
   /* a passive-target epoch for the life of the window: MPI_Win_sync (turns.c) is valid only in one */
   must(mpic_next_Win_lock_all(MPIABI_MODE_NOCHECK, win), "MPI_Win_lock_all (the node path's)");
   *n = (struct mpic_node){.shm = shm, .across = across, .win = win, .size = size, .rank = rank, .world = world,
-                          .pids = pids, .shares = shares, .record_id = r->id, .order = order, .record = r};
-  n->direct = mpic_node_direct_probe(n); /* collective over shm, as the rest of this */
+                          .pids = pids, .shares = shares, .record_id = r->id, .order = order, .record = r,
+                          .direct = MPIC_NODE_DIRECT_UNDECIDED}; /* direct.c: at the first call that would */
   mpic_node_keep(n);
   say_attached(r, n);
   return n;
