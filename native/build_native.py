@@ -12,7 +12,8 @@ import os
 import cffi
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REL = os.path.relpath(HERE)
+# Relative for setuptools (setup.py's wheel); absolute for a build of its own elsewhere (main, below).
+REL = os.path.relpath(HERE) if __name__ != "__main__" else HERE
 
 # The wrapper's own functions that Python calls (entry/python_api.c, and the
 # watchers' and stop signal's own in services/ending/, base/loader.c's
@@ -120,6 +121,14 @@ SOURCES = sorted(glob.glob(os.path.join(REL, "src", "**", "*.c"), recursive=True
 INCLUDE_DIRS = sorted({os.path.dirname(p) for p in glob.glob(os.path.join(REL, "src", "**", "*.h"), recursive=True)}
                       ) + [os.path.join(REL, "generated")]
 
+# MPI_COLLECTIVES_SANITIZE=address,undefined (or thread): a build for the sanitizers' tests
+# (tests/native/test_sanitizers.py, docs/contributing.md), never a user's: the wrapper then needs the
+# sanitizer's runtime preloaded into the process (LD_PRELOAD=$(cc -print-file-name=libasan.so)).
+_sanitize = os.environ.get("MPI_COLLECTIVES_SANITIZE", "")
+# -fno-wrapv: Python's own flags make signed overflow defined (-fwrapv), and the sanitizer then never checks it.
+SANITIZE = ([f"-fsanitize={_sanitize}", "-fno-sanitize-recover=all", "-fno-wrapv", "-fno-omit-frame-pointer", "-g"]
+            if _sanitize else [])
+
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(PYTHON_API)
 ffibuilder.set_source(
@@ -132,8 +141,12 @@ ffibuilder.set_source(
     include_dirs=INCLUDE_DIRS,
     libraries=["dl"],
     # Only the MPIABI interface and the module's init function are exported.
-    extra_compile_args=["-O2", "-fvisibility=hidden", "-Wno-unused-parameter"],
+    extra_compile_args=["-O2", "-fvisibility=hidden", "-Wno-unused-parameter"] + SANITIZE,
+    extra_link_args=SANITIZE,
 )
 
 if __name__ == "__main__":
-    ffibuilder.compile(verbose=True)
+    # python native/build_native.py [DIR]: the wrapper built into DIR (the sanitizers' tests: with
+    # MPI_COLLECTIVES_SANITIZE set), its path printed.
+    import sys
+    print(ffibuilder.compile(tmpdir=sys.argv[1] if len(sys.argv) > 1 else ".", verbose=False))

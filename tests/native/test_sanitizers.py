@@ -1,0 +1,101 @@
+"""The wrapper under the sanitizers (issue 71): three expert reads in a row found faults that the
+project's tests passed, one of them (slice bounds computed in int) a signed overflow that
+UndefinedBehaviorSanitizer names at once. So the wrapper is built with -fsanitize=address,undefined
+(native/build_native.py, MPI_COLLECTIVES_SANITIZE; -fno-wrapv, since Python's flags make signed
+overflow defined and the check silent), and tests/programs/node_path_harness.c's scenarios run
+through it, the path on for every size; then a UBSan build (no interceptors, so it loads where
+MPItrampoline loads it, with RTLD_DEEPBIND) carries JAX's node-path exactness program. Any report
+fails the test. Once, in the mpich configuration: the wrapper's own code is the same on every family
+(CI time: about 60 s with the two builds)."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ONCE, PROGRAMS, ROOT, explain, mpirun
+
+pytestmark = pytest.mark.skipif(not ONCE or not shutil.which("cc"),
+                                reason="once (the mpich configuration), with a C compiler: the wrapper's own code")
+REPORTS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer", "SUMMARY: UndefinedBehavior")
+ON = {"MPI_COLLECTIVES_NODE_PATH": "1", "MPI_COLLECTIVES_NODE_PATH_MIN": "0"}
+
+
+def build(into, kinds):
+    proc = subprocess.run([sys.executable, os.path.join("native", "build_native.py"), str(into)], cwd=ROOT,
+                          env={**os.environ, "MPI_COLLECTIVES_SANITIZE": kinds}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, explain(proc)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def clean(proc):
+    text = proc.stdout + proc.stderr
+    assert not any(report in text for report in REPORTS), explain(proc)
+
+
+@pytest.fixture(scope="module")
+def asan(tmp_path_factory):
+    wrapper = build(tmp_path_factory.mktemp("asan"), "address,undefined")
+    lib = str(tmp_path_factory.mktemp("harness") / "harness.so")
+    cmd = ["cc", "-O1", "-Wall", "-shared", "-fPIC", "-Dmain=conformance_main", "-I", "native/generated", "-o", lib,
+           "tests/programs/node_path_harness.c", "-ldl", "-lpthread"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, explain(proc)
+    runtime = subprocess.check_output(["cc", "-print-file-name=libasan.so"], text=True).strip()
+    # The sanitizers' runtimes refuse RTLD_DEEPBIND (the harness drops it); leaks are Python's own.
+    env = {"LD_PRELOAD": runtime, "ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "print_stacktrace=1",
+           "HARNESS_NO_DEEPBIND": "1"}
+    return [sys.executable, os.path.join(PROGRAMS, "conformance_runner.py"), lib, wrapper], env
+
+
+@pytest.mark.parametrize("n, scenario, extra", [
+    (3, "round", {}),
+    (3, "cycles", {}),
+    (3, "user-types", {}),
+    (3, "pair-then-reduce", {"MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": "all-reduce,all-to-all"}),
+    (3, "pair-then-reduce", {"MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": "all-reduce,all-to-all",
+                             "MPI_COLLECTIVES_NODE_PATH_DIRECT": "0"}),
+    (2, "progress", {"MPIR_CVAR_CH4_CMA_ENABLE": "0"}),
+    (2, "windows-at-once", {}),
+])
+def test_the_node_paths_scenarios_under_address_and_undefined_behaviour_sanitizers(asan, n, scenario, extra):
+    harness, env = asan
+    proc = mpirun(n, [*harness, scenario], env={**env, **ON, **extra}, timeout=180)
+    clean(proc)
+    assert proc.returncode == 0 and proc.stdout.count("DONE rank") == n, explain(proc)
+    assert proc.stdout.count(f"RESULT {scenario} rank") >= n and "WRONG" not in proc.stdout, explain(proc)
+
+
+def test_an_all_reduce_past_2_31_elements_times_ranks_under_the_sanitizers(asan):
+    """The overflow the third read found by reading: UBSan names it on the old code
+    ('signed integer overflow: 1100000000 * 2 cannot be represented in type int')."""
+    if int(next(line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemAvailable:"))) < 3 << 20:
+        pytest.skip("needs 3 GiB of free memory (two ranks of 1.1 GB)")
+    harness, env = asan
+    proc = mpirun(2, [*harness, "big"], env={**env, **ON, "MPI_COLLECTIVES_NODE_PATH_MAX": "0"}, timeout=180)
+    clean(proc)
+    assert proc.returncode == 0 and "1100000000 elements, 0 wrong" in proc.stdout, explain(proc)
+
+
+@pytest.mark.jax
+def test_jax_through_the_node_path_under_the_undefined_behaviour_sanitizer(tmp_path):
+    """JAX's own collectives through a UBSan build of the wrapper: a copy of the installed package with
+    the sanitized library in its place (the package and MPItrampoline must load one file)."""
+    import mpi_collectives
+    wrapper = build(tmp_path / "build", "undefined")
+    package = tmp_path / "site" / "mpi_collectives"
+    shutil.copytree(os.path.dirname(mpi_collectives.__file__), package)
+    for old in package.glob("_mpiabi*.so"):
+        shutil.copy(wrapper, old)
+    env = {"PYTHONPATH": str(tmp_path / "site"), "MPI_COLLECTIVES_NODE_PATH": "1", "UBSAN_OPTIONS": "print_stacktrace=1",
+           "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": "all-reduce,all-gather,reduce-scatter,all-to-all",
+           "MPI_COLLECTIVES_VERBOSE": "2"}
+    where = subprocess.run([sys.executable, "-c", "import mpi_collectives; print(mpi_collectives.__file__)"],
+                           env={**os.environ, **env}, cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
+    assert where.stdout.startswith(str(package)), explain(where)  # the sanitized copy is the one imported
+    proc = mpirun(3, [sys.executable, os.path.join(PROGRAMS, "node_path.py")], env=env, timeout=300)
+    clean(proc)
+    assert proc.returncode == 0 and proc.stdout.count("PASS node path rank") == 3, explain(proc)
+    assert "through a shared window" in proc.stderr, explain(proc)
