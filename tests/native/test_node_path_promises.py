@@ -381,3 +381,15 @@ def test_under_yama_scope_1_a_rank_names_its_launcher_only_while_it_reads_in_pla
         assert len(calls) == 2 and calls[0] not in ("ANY", "0") and calls[1] == "0", explain(large)
     assert len({calls[0] for calls in by_pid.values()}) == 1, explain(large)  # one launcher for both
     assert "the ranks' launcher (its process and descendants) may read" in large.stderr, explain(large)
+
+
+def test_a_window_for_the_round_alone_holds_the_rounds_buffers_only(harness):
+    """Where the library keeps every large collective (Intel MPI's default, a tuning's round alone), the
+    window serves the one round: it took the whole 1.67 MiB a rank of /dev/shm (the third read's finding
+    13, confirmed: 3,416,320 bytes at 2 ranks); now the page and the round's two buffers, 132 KiB a rank."""
+    proc = mpirun(2, [*harness, "round-alone"], env={"MPI_COLLECTIVES_VERBOSE": "2"}, timeout=60)
+    assert proc.returncode == 0 and sorted(results(proc, "round-alone")) == [("0", "exact"), ("1", "exact")], \
+        explain(proc)
+    assert re.findall(r"WINDOWS round-alone rank \d+: live 1 kept 0 bytes (\d+)", proc.stdout) == ["270592"] * 2, \
+        explain(proc)
+    assert "its window (132 KiB a rank) serves the one round" in proc.stderr, explain(proc)

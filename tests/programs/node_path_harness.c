@@ -66,6 +66,9 @@
  *               last rank then skips one more on the one made second (first
  *               with B_FIRST=1) and calls MPI_Finalize: the others are told at
  *               once, whichever window it frees first.
+ *   round-alone as a tuning's "round alone" sets it (the library's own large
+ *               collectives, the round for the checks): small all-reduces,
+ *               exact, and the window's bytes ("WINDOWS round-alone ...").
  *   after-final a small checked all-reduce (the round), MPI_Finalize, then
  *               another on the same communicator: the library's own error for
  *               a call after MPI_Finalize, never a crash of the wrapper.
@@ -586,6 +589,18 @@ static void early2(void) {
   }
 }
 
+static void round_alone(void) {
+  int (*set)(int, int, int, int, int, int, int) =
+      (int (*)(int, int, int, int, int, int, int))must(wrapper, "mpic_set_node_path");
+  set(1, 0, 262144, 67108864, 0, 1, 65536); /* no collective on the path: the round alone */
+  MPIABI_Comm c = split();
+  int ok = 1;
+  for (int k = 0; k < 20; k++) ok = ok && round_allreduce(c, 64, k % 3, k % 2, 0);
+  ok = ok && allreduce_exact(c, 262144, 1); /* a large one: the library's */
+  result("round-alone", ok, NULL);
+  say_windows("round-alone");
+}
+
 static void after_final(void) {
   MPIABI_Comm c = split();
   result("after-final", round_allreduce(c, 2, 0, 0, 0), "(before MPI_Finalize)");
@@ -646,6 +661,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(s, "pair-then-reduce")) pair_then_reduce();
   else if (!strcmp(s, "early2")) early2();
   else if (!strcmp(s, "after-final")) after_final();
+  else if (!strcmp(s, "round-alone")) round_alone();
   else {
     printf("FAIL unknown scenario %s\n", s);
     return 2;

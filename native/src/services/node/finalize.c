@@ -84,7 +84,7 @@ struct mpic_node_census mpic_node_count(void) {
   for (struct mpic_node *n = windows; n; n = n->next) {
     if (n->record) c.live++;
     else c.kept++;
-    c.bytes += (long long)n->size * MPIC_NODE_SHARE;
+    c.bytes += (long long)n->size * (long long)n->share_bytes;
   }
   pthread_mutex_unlock(&windows_lock);
   return c;
@@ -167,7 +167,7 @@ void mpic_node_reclaim(struct mpic_record *r) {
     pthread_mutex_unlock(&windows_lock);
     if (!n) continue;
     mpic_log(2, "communicator %d: the node path's window of freed communicator %d freed (%d KiB of shared memory)",
-             r->id, n->record_id, n->size * (MPIC_NODE_SHARE / 1024));
+             r->id, n->record_id, n->size * (int)(n->share_bytes / 1024));
     free_window(n);
   }
   free(agreed);

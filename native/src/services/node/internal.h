@@ -24,6 +24,10 @@
 #define MPIC_NODE_ROUND_AT (MPIC_NODE_STAMPS + 3 * MPIC_NODE_CHUNK)
 #define MPIC_NODE_ROUND_STRIDE (64 + MPIC_NODE_ROUND_MOST)
 #define MPIC_NODE_SHARE (MPIC_NODE_ROUND_AT + 2 * MPIC_NODE_ROUND_STRIDE)
+/* A window that serves the one round alone (the library keeps the large collectives: Intel MPI's default,
+ * or a tuning's round alone) holds the page and the round's buffers, 132 KiB a rank where the whole share
+ * is 1.67 MiB: its buffers begin right after the page. */
+#define MPIC_NODE_ROUND_ONLY_SHARE (MPIC_NODE_STAMPS + 2 * MPIC_NODE_ROUND_STRIDE)
 #define MPIC_NODE_FINAL_AT 128 /* in the page, past the two stamps' cache lines */
 #define MPIC_NODE_PROBE_AT 192 /* in the page: this rank's pid and probe address (direct.c) */
 #define MPIC_NODE_ROUND_STOP_AT 256 /* in the page: the first round this rank does not run (round.c) */
@@ -44,7 +48,9 @@ struct mpic_node {
   uint64_t word;      /* this process's probe word for this window (direct.c): read by peers in place */
   int ptracer;        /* this window holds this process's Yama ptracer (direct.c) */
   void *tmp;          /* MPIC_NODE_CHUNK bytes where direct: a reduction's staging */
-  char **shares;      /* size: each rank's MPIC_NODE_SHARE bytes */
+  char **shares;      /* size: each rank's share_bytes */
+  size_t share_bytes; /* MPIC_NODE_SHARE, or MPIC_NODE_ROUND_ONLY_SHARE for the round alone */
+  size_t round_at;    /* where the round's buffers begin in a share (round.c) */
   int record_id;      /* the communicator's id (its split's: the same on every member), for the sentences
                        * and the finalize order's tie-break */
   unsigned long turn; /* chunks so far: which half is next (turns.c) */

@@ -59,7 +59,7 @@ _Static_assert(MPIC_NODE_ROUND_STOP_AT >= MPIC_NODE_PROBE_AT + 64 && MPIC_NODE_R
                "the stop word has a line of its own in the page");
 
 static char *buffer(const struct mpic_node *n, int q, uint64_t number) {
-  return n->shares[q] + MPIC_NODE_ROUND_AT + (number & 1) * MPIC_NODE_ROUND_STRIDE;
+  return n->shares[q] + n->round_at + (number & 1) * MPIC_NODE_ROUND_STRIDE;
 }
 
 /* Where a buffer's data of `bytes` lie. */

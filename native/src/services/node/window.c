@@ -55,23 +55,23 @@ static void say_attached(const struct mpic_record *r, const struct mpic_node *n)
   if (mpic_node_library_keeps_large())
     mpic_log(2, "communicator %d: %d ranks on one node: Intel MPI's own collectives (MPI_COLLECTIVES_NODE_PATH=1 "
                 "takes the node path); its window (%d KiB a rank) serves the one round",
-             r->id, r->size, MPIC_NODE_SHARE / 1024);
+             r->id, r->size, (int)(n->share_bytes / 1024));
   else if (n->across == MPIABI_COMM_NULL && !which[0]) /* a tuning entry's round alone */
     mpic_log(2, "communicator %d: %d ranks on one node: the library's own large collectives; its window (%d KiB a "
                 "rank) serves the one round",
-             r->id, r->size, MPIC_NODE_SHARE / 1024);
+             r->id, r->size, (int)(n->share_bytes / 1024));
   else if (n->across == MPIABI_COMM_NULL)
     mpic_log(2, "communicator %d: %d ranks on one node: %s from %d bytes through a shared window (%d KiB a rank; "
                 "up to %d bytes, 0: no limit)",
              r->id, r->size, which[0] ? which : "no collective", mpic_settings.node_path_min,
-             MPIC_NODE_SHARE / 1024, mpic_settings.node_path_max);
+             (int)(n->share_bytes / 1024), mpic_settings.node_path_max);
   else
     mpic_log(2, "communicator %d: %d ranks, %d on each node: %s from %d bytes through each node's shared window "
                 "and the MPI library between nodes (%d KiB a rank; up to %d bytes, 0: no limit)",
              r->id, r->size, n->size,
              mpic_settings.node_path_collectives & MPIC_NODE_PATH_COLLECTIVES_ALL_REDUCE ? "all-reduce"
                                                                                           : "no collective",
-             mpic_settings.node_path_min, MPIC_NODE_SHARE / 1024, mpic_settings.node_path_max);
+             mpic_settings.node_path_min, (int)(n->share_bytes / 1024), mpic_settings.node_path_max);
 }
 
 /* No room: the cause named. Where this rank's other windows hold much of /dev/shm, they are the cause
@@ -132,12 +132,12 @@ static int room_everywhere(const struct mpic_record *r, size_t bytes) {
 
 /* The window, its memory not spread over NUMA pages of one rank (alloc_shared_noncontig): 0, or the
  * library's error code with its words in why. */
-static int allocate(MPIABI_Comm shm, MPIABI_Win *win, char *why, int len) {
+static int allocate(MPIABI_Comm shm, size_t share, MPIABI_Win *win, char *why, int len) {
   MPIABI_Info info = MPIABI_INFO_NULL;
   if (mpic_next_Info_create(&info) == 0) mpic_next_Info_set(info, "alloc_shared_noncontig", "true");
   void *base = NULL;
   *win = MPIABI_WIN_NULL;
-  int ret = mpic_next_Win_allocate_shared((MPIABI_Aint)MPIC_NODE_SHARE, 1, info, shm, &base, win);
+  int ret = mpic_next_Win_allocate_shared((MPIABI_Aint)share, 1, info, shm, &base, win);
   if (info != MPIABI_INFO_NULL) mpic_next_Info_free(&info);
   if (ret != 0) mpic_node_words(ret, why, len);
   else mpic_next_Win_set_errhandler(*win, MPIABI_ERRORS_RETURN); /* our sentences, not the library's abort */
@@ -145,7 +145,7 @@ static int allocate(MPIABI_Comm shm, MPIABI_Win *win, char *why, int len) {
 }
 
 /* Where each rank's share lies in this process. */
-static char **map_shares(const struct mpic_record *r, MPIABI_Win win, int size) {
+static char **map_shares(const struct mpic_record *r, MPIABI_Win win, int size, size_t share) {
   char **shares = calloc((size_t)size, sizeof *shares);
   if (!shares) out_of_memory(r);
   for (int q = 0; q < size; q++) {
@@ -153,10 +153,10 @@ static char **map_shares(const struct mpic_record *r, MPIABI_Win win, int size) 
     int unit = 0;
     int ret = mpic_next_Win_shared_query(win, q, &bytes, &unit, &shares[q]);
     if (ret != 0) mpic_call_failed("MPI_Win_shared_query (the node path's)", ret);
-    if (bytes < MPIC_NODE_SHARE)
-      mpic_fatal("rank %d: the node path's shared window of communicator %d gave rank %d %lld bytes where %d were "
+    if (bytes < (MPIABI_Aint)share)
+      mpic_fatal("rank %d: the node path's shared window of communicator %d gave rank %d %lld bytes where %zu were "
                  "asked. Fix: MPI_COLLECTIVES_NODE_PATH=0",
-                 mpic_record_world_rank(), r->id, q, (long long)bytes, MPIC_NODE_SHARE);
+                 mpic_record_world_rank(), r->id, q, (long long)bytes, share);
   }
   return shares;
 }
@@ -174,7 +174,7 @@ static int unified(MPIABI_Win win) {
 enum { ALLOCATED, TOUCHED, UNIFIED, ORDER, ANSWERS };
 
 static struct mpic_node *keep(struct mpic_record *r, MPIABI_Comm shm, MPIABI_Comm across, MPIABI_Win win,
-                              int size, int rank, char **shares, int64_t order) {
+                              int size, int rank, char **shares, size_t share, int64_t order) {
   struct mpic_node *n = calloc(1, sizeof *n);
   int *world = calloc((size_t)size, sizeof *world), *pids = calloc((size_t)size, sizeof *pids);
   if (!n || !world || !pids) out_of_memory(r);
@@ -184,7 +184,9 @@ static struct mpic_node *keep(struct mpic_record *r, MPIABI_Comm shm, MPIABI_Com
   must(mpic_next_Win_lock_all(MPIABI_MODE_NOCHECK, win), "MPI_Win_lock_all (the node path's)");
   *n = (struct mpic_node){.shm = shm, .across = across, .win = win, .size = size, .rank = rank, .world = world,
                           .pids = pids, .shares = shares, .record_id = r->id, .order = order, .record = r,
-                          .direct = MPIC_NODE_DIRECT_UNDECIDED}; /* direct.c: at the first call that would */
+                          .direct = MPIC_NODE_DIRECT_UNDECIDED, /* direct.c: at the first call that would */
+                          .share_bytes = share,
+                          .round_at = share == MPIC_NODE_SHARE ? MPIC_NODE_ROUND_AT : MPIC_NODE_STAMPS};
   mpic_node_keep(n);
   say_attached(r, n);
   return n;
@@ -207,6 +209,13 @@ static void give_up(struct mpic_record *r, const int *mine, const int *all, cons
   }
 }
 
+/* The share a window needs: the round's alone where the library keeps every large collective (the same
+ * answer on every member: the job's settings and library). */
+static size_t share_needed(void) {
+  return mpic_node_library_keeps_large() || !mpic_settings.node_path_collectives ? MPIC_NODE_ROUND_ONLY_SHARE
+                                                                                  : MPIC_NODE_SHARE;
+}
+
 static struct mpic_node *make(struct mpic_record *r) {
   mpic_node_reclaim(r); /* freed communicators' windows first: their room is this one's */
   MPIABI_Comm shm, across;
@@ -216,11 +225,12 @@ static struct mpic_node *make(struct mpic_record *r) {
   MPIABI_Win win = MPIABI_WIN_NULL;
   char **shares = NULL;
   int mine[ANSWERS] = {0, 0, 0, (int)-mpic_node_order_proposal()}, all[ANSWERS];
-  if (room_everywhere(r, (size_t)size * MPIC_NODE_SHARE)) {
-    mine[ALLOCATED] = allocate(shm, &win, why, sizeof why) == 0;
+  size_t share = share_needed();
+  if (room_everywhere(r, (size_t)size * share)) {
+    mine[ALLOCATED] = allocate(shm, share, &win, why, sizeof why) == 0;
     if (mine[ALLOCATED]) {
-      shares = map_shares(r, win, size);
-      mine[TOUCHED] = mpic_node_touch(shares[rank], MPIC_NODE_SHARE);
+      shares = map_shares(r, win, size, share);
+      mine[TOUCHED] = mpic_node_touch(shares[rank], share);
       if (!mine[TOUCHED])
         snprintf(why, sizeof why, "the window's file ran out of room as this rank's share was touched; /dev/shm "
                                   "has %llu KiB free", shm_free() / 1024);
@@ -228,7 +238,7 @@ static struct mpic_node *make(struct mpic_record *r) {
     }
     must(mpic_next_Allreduce(mine, all, ANSWERS, MPIABI_INT, MPIABI_MIN, r->comm), "MPI_Allreduce (the node path's)");
     if (all[ALLOCATED] && all[TOUCHED] && all[UNIFIED])
-      return keep(r, shm, across, win, size, rank, shares, -(int64_t)all[ORDER]);
+      return keep(r, shm, across, win, size, rank, shares, share, -(int64_t)all[ORDER]);
     give_up(r, mine, all, why);
     /* Every rank holds a window: all free it here, at the same point. Where only some do (an allocation
      * that failed on some ranks only), the holders would wait in MPI_Win_free for ranks that never call
