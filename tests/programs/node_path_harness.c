@@ -485,21 +485,26 @@ static void round_early(void) {
   }
 }
 
-/* Not a test: ROUND_TIME_CALLS all-reduces of one double, timed ("TIME ns per call"), for profiling the
- * wrapper's own cost of a small call (perf record on a rank). */
+/* Not a test: ROUND_TIME_CALLS all-reduces of ROUND_TIME_DOUBLES doubles (default one), timed ("TIME ns per
+ * call"), for profiling the wrapper's own cost of a call (perf record on a rank) and for comparing two builds
+ * of it interleaved (the path's 1 and 16 MiB: ROUND_TIME_DOUBLES=131072 and 2097152). */
 static void round_time(void) {
   MPIABI_Comm c = split();
-  const char *env = getenv("ROUND_TIME_CALLS");
-  long calls = env ? atol(env) : 100000;
-  double x = rank, y = 0;
-  for (int i = 0; i < 1000; i++) mpi.Allreduce(&x, &y, 1, mpi.DOUBLE, mpi.SUM, c);
+  const char *env = getenv("ROUND_TIME_CALLS"), *denv = getenv("ROUND_TIME_DOUBLES");
+  long calls = env ? atol(env) : 100000, n = denv ? atol(denv) : 1;
+  double *x = calloc((size_t)n, sizeof *x), *y = calloc((size_t)n, sizeof *y);
+  for (long i = 0; i < n; i++) x[i] = rank;
+  long warm = calls / 10 > 0 ? calls / 10 : 1;
+  for (long i = 0; i < warm; i++) mpi.Allreduce(x, y, (int)n, mpi.DOUBLE, mpi.SUM, c);
   struct timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
-  for (long i = 0; i < calls; i++) mpi.Allreduce(&x, &y, 1, mpi.DOUBLE, mpi.SUM, c);
+  for (long i = 0; i < calls; i++) mpi.Allreduce(x, y, (int)n, mpi.DOUBLE, mpi.SUM, c);
   clock_gettime(CLOCK_MONOTONIC, &b);
   double ns = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / calls;
   printf("TIME rank %d: %.0f ns per call\n", rank, ns);
-  result("round-time", y == size * (size - 1) / 2.0, NULL);
+  result("round-time", y[0] == size * (size - 1) / 2.0 && y[n - 1] == y[0], NULL);
+  free(x);
+  free(y);
 }
 
 /* ---- issue 71's scenarios ---- */
