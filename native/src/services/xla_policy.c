@@ -73,6 +73,13 @@ static void check_new(MPIABI_Comm newcomm, int rank, int color, int key) {
 }
 
 int mpic_xla_split(MPIABI_Comm comm, int color, int key, MPIABI_Comm *newcomm) {
+  /* A split of an intercommunicator is an intercommunicator: never one of XLA's device groups (XLA splits
+   * MPI_COMM_WORLD), and its collectives mean something else (an all-reduce returns the other group's
+   * sum), so neither the checks nor the node path may take it. MPICH's own test suite found it: its
+   * intercommunicator tests hung through the path (scripts/mpich_test_suite.py, issue 71). */
+  int inter = 0;
+  if (comm != MPIABI_COMM_WORLD && mpic_next_Comm_test_inter(comm, &inter) == 0 && inter)
+    return mpic_next_Comm_split(comm, color, key, newcomm);
   int check = mpic_settings.check_splits;
   int rank = -1, size = 0;
   /* Every process splits the world in the same order; other splits (a program's own, of other
