@@ -113,8 +113,10 @@ def build(tests: str, into: str, dirs: list) -> dict:
         for c_file in sorted(glob.glob(os.path.join(tests, d, "*.c"))):
             name = os.path.basename(c_file)[:-2]
             lib = os.path.join(into, d, name + ".so")
-            proc = cc(["-shared", "-Dmain=conformance_main", *flags, c_file, *objects, "-o", lib, "-lpthread", "-lm"],
-                      into)
+            # -Bsymbolic: a test's own globals bind to itself, as in the executable it was written to be
+            # (redscat2's `int err` bound to the C library's err() when loaded as a library)
+            proc = cc(["-shared", "-Wl,-Bsymbolic", "-Dmain=conformance_main", *flags, c_file, *objects, "-o", lib,
+                       "-lpthread", "-lm"], into)
             first = next((line for line in proc.stderr.splitlines() if "error" in line), proc.stderr[-200:])
             built[(d, name)] = (lib, "") if proc.returncode == 0 else (None, first.split("error: ")[-1])
     return built

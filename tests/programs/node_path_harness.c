@@ -69,6 +69,9 @@
  *   round-alone as a tuning's "round alone" sets it (the library's own large
  *               collectives, the round for the checks): small all-reduces,
  *               exact, and the window's bytes ("WINDOWS round-alone ...").
+ *   sub-cycles  20 times: a split of a split of the world (no split id: never
+ *               XLA's), a 1 MiB all-reduce on it, freed: exact, and the windows
+ *               this rank holds at the end ("WINDOWS sub-cycles ...").
  *   after-final a small checked all-reduce (the round), MPI_Finalize, then
  *               another on the same communicator: the library's own error for
  *               a call after MPI_Finalize, never a crash of the wrapper.
@@ -606,6 +609,19 @@ static void round_alone(void) {
   say_windows("round-alone");
 }
 
+static void sub_cycles(void) {
+  MPIABI_Comm c = split();
+  int ok = 1;
+  for (int k = 0; k < 20; k++) {
+    MPIABI_Comm sub;
+    mpi.Comm_split(c, 0, rank, &sub);
+    ok = ok && allreduce_exact(sub, 262144, k);
+    mpi.Comm_free(&sub);
+  }
+  result("sub-cycles", ok, "(20 splits of a split, used, freed)");
+  say_windows("sub-cycles");
+}
+
 static void after_final(void) {
   MPIABI_Comm c = split();
   result("after-final", round_allreduce(c, 2, 0, 0, 0), "(before MPI_Finalize)");
@@ -667,6 +683,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(s, "early2")) early2();
   else if (!strcmp(s, "after-final")) after_final();
   else if (!strcmp(s, "round-alone")) round_alone();
+  else if (!strcmp(s, "sub-cycles")) sub_cycles();
   else {
     printf("FAIL unknown scenario %s\n", s);
     return 2;

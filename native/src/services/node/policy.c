@@ -97,8 +97,15 @@ static int computes_right(const struct measure *m) {
  * Intel MPI's own shared-memory all-reduce is within 1.2-1.5x of the copy floor on a 16-core node
  * (issue 55's measurements), and on a 2-core VM it was faster than this path at 1 MiB and from 64 MiB:
  * MPI_COLLECTIVES_NODE_PATH=2 (the default) leaves it its own. */
+/* A communicator without a split id (a split of another communicator than MPI_COMM_WORLD: never XLA's)
+ * keeps the library's: a window is reclaimed and ordered at MPI_Finalize by its split's id, the same on
+ * every member, and such windows were never reclaimed (MPICH's comm/ctxsplit ran out of its 2048
+ * communicators after a few thousand splits through the path, issue 71). */
+static int has_id(const struct mpic_record *r) { return r->id >= 0; }
+
 static int allowed(struct mpic_record *r) {
-  if (!mpic_settings.node_path || r->size < 2 || __atomic_load_n(&r->node_state, __ATOMIC_ACQUIRE) == MPIC_NODE_LIBRARY)
+  if (!mpic_settings.node_path || r->size < 2 || !has_id(r) ||
+      __atomic_load_n(&r->node_state, __ATOMIC_ACQUIRE) == MPIC_NODE_LIBRARY)
     return 0;
   if (mpic_node_library_keeps_large()) {
     /* a communicator without a window keeps the library's for good; one whose window the round made
@@ -119,7 +126,7 @@ int mpic_node_library_keeps_large(void) { return mpic_settings.node_path == 2 &&
  * round beats every library measured, Intel MPI's too: 365 ns an 8 B all-reduce, checked, against its own
  * 485 unchecked, 2 ranks of the VM), two ranks or more, and a window not refused for good. */
 static int round_allowed(struct mpic_record *r) {
-  return mpic_settings.node_path && r->size >= 2 &&
+  return mpic_settings.node_path && r->size >= 2 && has_id(r) &&
          __atomic_load_n(&r->node_state, __ATOMIC_ACQUIRE) != MPIC_NODE_LIBRARY;
 }
 
@@ -158,7 +165,7 @@ void mpic_node_created(struct mpic_record *r) {
 
 int mpic_node_takes(struct mpic_record *r, mpic_library_call call, const void *args, struct mpic_node_plan *plan) {
   /* the cheap questions first: most calls stop at them */
-  if (!mpic_settings.node_path || r->size < 2 ||
+  if (!mpic_settings.node_path || r->size < 2 || !has_id(r) ||
       __atomic_load_n(&r->node_state, __ATOMIC_ACQUIRE) == MPIC_NODE_LIBRARY)
     return 0;
   struct measure m;
