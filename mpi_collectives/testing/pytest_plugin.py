@@ -86,9 +86,11 @@ class Plugin:
         self.timeout = float(config.getoption("mpi_timeout") or 0)
         self.report_all = bool(config.getoption("mpi_report_all"))
         self.has_pytest_mpi = config.pluginmanager.hasplugin("pytest_mpi")
-        if self.has_pytest_mpi and hasattr(config.option, "with_mpi"):
+        if self.has_pytest_mpi and hasattr(config.option, "with_mpi") and not getattr(config.option, "only_mpi", False):
             # Under a launcher of several ranks the suite runs with MPI: pytest-mpi would otherwise skip
-            # every test marked `mpi` ("need --with-mpi option to run").
+            # every test marked `mpi` ("need --with-mpi option to run"). Not over --only-mpi, which
+            # asks pytest-mpi to skip the tests without the mark, and which --with-mpi would override
+            # (issue 72: pytest-mpi's own suite).
             config.option.with_mpi = True
         config.addinivalue_line("markers", "mpi(min_size=N): a test for N or more MPI ranks")
         if self.rank != 0:

@@ -212,3 +212,15 @@ def test_a_members_vote_behind_another_groups_is_found(tmp_path):
                                 "failed", "test_c_psum_over_both": "passed"}, explain(proc)
     one_report(proc)
     assert "rank 1 ended" in proc.stdout, explain(proc)
+
+
+@once
+@pytest.mark.skipif(EXPECTED_FAMILY == "standard", reason="pytest-mpi imports mpi4py (no standard-ABI build)")
+def test_pytest_mpis_only_mpi_is_honoured(tmp_path):
+    """The plugin set --with-mpi for every suite, and pytest-mpi then ran the unmarked tests too: its own
+    suite failed with the package merely installed (issue 72)."""
+    folder = suite_dir(tmp_path, "test_only_mpi_suite.py")
+    proc = launch(folder, 2, "--only-mpi", "test_only_mpi_suite.py", timeout=120)
+    assert proc.returncode == 0, explain(proc)
+    assert outcomes(folder) == {"test_marked_runs": "passed",
+                                "test_unmarked_is_skipped_under_only_mpi": "skipped"}, explain(proc)
