@@ -189,6 +189,10 @@ def main(argv=None) -> int:
             if lib is None:
                 results.append({**row, "outcome": "not built", "why": why})
                 continue
+            if xfail:  # MPICH's own list expects it to fail (cancelled sends: they hang until the time limit)
+                results.append({**row, "outcome": "cannot run", "why": f"expected to fail in MPICH's own list "
+                                                                      f"(xfail={xfail})"})
+                continue
             timeout = max(seconds, 30) * 2
             base = run_one(lib, wrapper, row["ranks"], test_args, BASELINE, timeout)
             if not base["passed"]:
