@@ -67,8 +67,8 @@ struct mpic_node {
   struct mpic_node *next; /* every window, live or forgotten, for mpic_node_finalize */
 };
 
-/* policy.c: whether the library keeps the large collectives whatever the path could take (Intel MPI
- * under MPI_COLLECTIVES_NODE_PATH=2): a window then serves the one round only. */
+/* library_keeps.c: whether the library keeps the large collectives whatever the path could take (Intel
+ * MPI under MPI_COLLECTIVES_NODE_PATH=2): a window then serves the one round only. */
 int mpic_node_library_keeps_large(void);
 
 /* window.c: r's window made, or r left to the library for good (both

@@ -10,6 +10,7 @@
  * cover a rank waiting here as they cover one waiting in the library. The
  * folder, as Open MPI's coll/xhc is laid out:
  *   policy.c        whether the path takes a call (the one place that decides)
+ *   library_keeps.c whether the library keeps the large collectives (Intel MPI)
  *   window.c        a communicator's window: made at the first collective
  *                   taken (or its creation, for all-to-all), room checked
  *   touch.c         a share's pages touched under a SIGBUS guard

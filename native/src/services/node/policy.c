@@ -1,7 +1,6 @@
 /* Whether the path takes a call (node.h): the one place that decides, asked
  * once per call by the dispatcher after the agreement check; and the call
  * run through the window with one caller at a time. */
-#include <string.h>
 #include "call_failed.h"
 #include "internal.h"
 #include "log.h"
@@ -9,15 +8,6 @@
 #include "settings.h"
 #include "signature.h"
 
-static int library_is_intel(void) {
-  static int known = -1;
-  if (known < 0) {
-    char text[8192] = "";
-    int len = 0;
-    known = mpic_next_Get_library_version(text, &len) == 0 && strstr(text, "Intel(R) MPI") != NULL;
-  }
-  return known;
-}
 
 uint64_t mpic_node_shape(const struct mpic_record *r, mpic_library_call call, const void *args) {
   if (call != mpic_call_reduce_scatter) return 0;
@@ -120,7 +110,6 @@ static int allowed(struct mpic_record *r) {
   return 1;
 }
 
-int mpic_node_library_keeps_large(void) { return mpic_settings.node_path == 2 && library_is_intel(); }
 
 /* Whether the round may run on r: the path on (MPI_COLLECTIVES_NODE_PATH 1 or 2: a small collective's
  * round beats every library measured, Intel MPI's too: 365 ns an 8 B all-reduce, checked, against its own
