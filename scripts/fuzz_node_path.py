@@ -9,7 +9,7 @@ limit; a failing seed prints the command that reproduces it (a regression test's
 
 Run it with the Python of a venv made by scripts/setup_env.sh (its mpiexec, its installed package).
 CI runs a short one (tests/native/test_fuzz.py); a long one by hand, its figures in
-docs/benchmarks/fuzz_node_path.json."""
+docs/benchmarks/from-outside/fuzz_node_path_mpich.json."""
 import argparse
 import json
 import os

@@ -5,7 +5,7 @@ large send outstanding across a collective; two threads on communicators of thei
 the node path's three ways and through the library alone: every result exact against the
 single-process value, and the same bits both ways. On the wrapper before issue 71 every one of the
 first four seeds failed (the exchange counted as a collective, the round's missing progress). A short
-run here on every family; a long one by hand (docs/benchmarks/fuzz_node_path.json)."""
+run here on every family; a long one by hand (docs/benchmarks/from-outside/fuzz_node_path_mpich.json)."""
 import json
 import os
 import sys

@@ -2,7 +2,7 @@
 MPICH's developers, run with the MPI library alone and with the node path on for every size and
 collective; every test that passes alone passes through the path. CI runs the collectives whose calls
 reach the path (each made a window or a round in the long run by hand:
-docs/benchmarks/mpich_test_suite_mpich.json), once, in the mpich configuration; MPICH 4.0.2's source
+docs/benchmarks/from-outside/mpich_test_suite_mpich.json), once, in the mpich configuration; MPICH 4.0.2's source
 comes from Debian's source package (about 22 MB, a few seconds)."""
 import json
 import os
