@@ -18,12 +18,12 @@
  * synchronisation keeps every buffer in place until no peer reads it. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <sys/uio.h>
@@ -81,10 +81,14 @@ static int parent_of(int pid) {
   return close && sscanf(close + 1, " %c %d", &state, &ppid) == 2 ? ppid : 0;
 }
 
-/* A word no other process holds: the kernel's randomness, else the clock and where this process keeps it. */
+/* A word no other process holds: the kernel's randomness, else the clock and where this process keeps it.
+ * (/dev/urandom rather than getrandom(): the wheel is built against glibc 2.17, which has no getrandom.) */
 static uint64_t fresh_word(const void *where) {
   uint64_t w = 0;
-  if (getrandom(&w, sizeof w, GRND_NONBLOCK) != (ssize_t)sizeof w) {
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  ssize_t got = fd >= 0 ? read(fd, &w, sizeof w) : -1;
+  if (fd >= 0) close(fd);
+  if (got != (ssize_t)sizeof w) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     w = ((uint64_t)t.tv_nsec << 32 ^ (uint64_t)t.tv_sec) ^ (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^
