@@ -27,7 +27,7 @@ import tarfile
 import tempfile
 import time
 
-from mpi_collectives.tools.launching import environment, mpiexec_path
+from mpi_collectives.tools.launching import allow_open_mpi_anywhere, environment, mpiexec_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUITE = os.path.join(ROOT, "tests", "programs", "mpich_suite")
@@ -172,6 +172,7 @@ def main(argv=None) -> int:
     parser.add_argument("--wrapper", help="another build of the wrapper (default: the installed package's)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    allow_open_mpi_anywhere(os.environ)  # Open MPI's launcher as root, more ranks than cores
     tests = source(args.cache)
     wrapper = args.wrapper or subprocess.check_output([sys.executable, "-m", "mpi_collectives", "libpath"], text=True,
                                                       cwd=tempfile.gettempdir()).strip()

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-from mpi_collectives.tools.launching import environment, mpiexec_path
+from mpi_collectives.tools.launching import allow_open_mpi_anywhere, environment, mpiexec_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = os.path.join(ROOT, "tests", "programs")
@@ -35,6 +35,7 @@ def main(argv=None) -> int:
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    allow_open_mpi_anywhere(os.environ)  # Open MPI's launcher as root, more ranks than cores
     libmpi = os.path.join(os.path.dirname(os.path.dirname(mpiexec_path())), "lib", "libmpi.so.12")
     with tempfile.TemporaryDirectory() as tmp:
         harness = os.path.join(tmp, "harness.so")
