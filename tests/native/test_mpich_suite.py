@@ -17,7 +17,8 @@ from helpers import ONCE, ROOT, explain, run
 # in place and not, user operations and types beside them (each runs alone and through the path).
 CI_TESTS = ["allredmany", "allred3", "allred4", "allred5", "allred6", "redscat", "redscat2", "redscat3",
             "allgather2", "allgather3", "alltoall1", "reduce_local", "op_commutative", "red3",
-            "redscatbkinter"]  # intercommunicators: a split of one was taken for an XLA group and hung
+            "redscatbkinter",  # intercommunicators: a split of one was taken for an XLA group and hung
+            "nonblocking2"]  # an op freed before its nonblocking reduction's wait: the library called NULL
 
 pytestmark = pytest.mark.skipif(not ONCE or not shutil.which("cc") or not shutil.which("apt-get"),
                                 reason="once (the mpich configuration), with a C compiler and Debian's apt (for "
@@ -35,4 +36,5 @@ def test_mpichs_collective_tests_pass_through_the_node_path_as_with_the_library_
     ran = [r for r in summary["results"] if r["outcome"] == "passed"]
     assert summary["counts"].get("FAILED", 0) == 0, explain(proc)
     assert {r["test"].split("/")[-1] for r in ran} == set(CI_TESTS), explain(proc)  # none left out
-    assert all(r["path_windows"] + r["path_rounds"] > 0 for r in ran), explain(proc)  # each reached the path
+    # each reached the path (a world of one rank makes no window)
+    assert all(r["path_windows"] + r["path_rounds"] > 0 for r in ran if r["ranks"] > 1), explain(proc)

@@ -2108,11 +2108,60 @@ static void test_userop(void) {
   CHECK(op_bad_dtype == 0, "user op called with datatype 0x%llx, expected the derived pair type 0x%llx",
         (unsigned long long)op_seen_dtype, (unsigned long long)pair);
 
+  /* An op freed while a nonblocking reduction with it is pending: the reduction completes normally
+   * (MPI 4.1, 6.9.5). MPICH's coll/nonblocking2 found the wrapper clearing the op's function in
+   * MPI_Op_free, and the library calling NULL in the wait; an op created in between must not take
+   * the freed one's place either. */
+  MPIABI_Op freed = mpi.OP_NULL, later = mpi.OP_NULL;
+  MPIABI_Request req = mpi.REQUEST_NULL;
+  int fin[3] = {me, 1, 2 * me}, fout[3] = {-1, -1, -1};
+  op_expect_dtype = mpi.INT;
+  OK(mpi.Op_create(user_sum, 1, &freed));
+  OK(mpi.Iallreduce(fin, fout, 3, mpi.INT, freed, w, &req));
+  OK(mpi.Op_free(&freed));
+  OK(mpi.Op_create(user_concat, 0, &later));
+  OK(mpi.Wait(&req, mpi.STATUS_IGNORE));
+  CHECK(fout[0] == n * (n - 1) / 2 && fout[1] == n && fout[2] == n * (n - 1),
+        "Iallreduce with its op freed before the wait gave %d %d %d", fout[0], fout[1], fout[2]);
+  OK(mpi.Op_free(&later));
+
   OK(mpi.Op_free(&op));
   CHECK_EQ(op, mpi.OP_NULL);
   OK(mpi.Op_free(&nc));
   CHECK_EQ(nc, mpi.OP_NULL);
   OK(mpi.Type_free(&pair));
+}
+
+/* Point-to-point on a communicator split as XLA splits the world (the wrapper records it and checks
+ * each receive's arrival, as for XLA's permutes): correct programs are not stopped. MPICH's suite
+ * found both: pt2pt/dtype_send frees the receive's datatype before the wait (the check asked the
+ * library about the freed handle and stopped the job), pt2pt/cancelanysrc cancels a receive (which
+ * rightly receives nothing). */
+static void test_recorded_p2p(void) {
+  int n = world_size, me = world_rank;
+  MPIABI_Comm c = mpi.COMM_NULL;
+  OK(mpi.Comm_split(mpi.COMM_WORLD, 0, me, &c));
+  int peer = (me + 1) % n, from = (me + n - 1) % n;
+  MPIABI_Datatype four;
+  OK(mpi.Type_contiguous(4, mpi.INT, &four));
+  OK(mpi.Type_commit(&four));
+  int out[4] = {me, me + 1, me + 2, me + 3}, in[4] = {-1, -1, -1, -1}, flag = -1;
+  MPIABI_Request reqs[2];
+  MPIABI_Status st;
+  OK(mpi.Irecv(in, 1, four, from, 7, c, &reqs[0]));
+  OK(mpi.Type_free(&four));
+  OK(mpi.Isend(out, 4, mpi.INT, peer, 7, c, &reqs[1]));
+  OK(mpi.Wait(&reqs[0], &st));
+  OK(mpi.Wait(&reqs[1], mpi.STATUS_IGNORE));
+  CHECK(in[0] == from && in[3] == from + 3, "a receive whose type was freed before the wait got %d..%d", in[0],
+        in[3]);
+  OK(mpi.Irecv(in, 4, mpi.INT, mpi.ANY_SOURCE, 8, c, &reqs[0])); /* never sent */
+  OK(mpi.Cancel(&reqs[0]));
+  OK(mpi.Wait(&reqs[0], &st));
+  OK(mpi.Test_cancelled(&st, &flag));
+  CHECK_EQ(flag, 1);
+  OK(mpi.Barrier(c));
+  OK(mpi.Comm_free(&c));
 }
 
 static void test_info(void) {
@@ -2923,6 +2972,7 @@ int main(int argc, char **argv) {
   run_group("intercomm", test_intercomm);
   run_group("topology", test_topology);
   run_group("userop", test_userop);
+  run_group("recorded_p2p", test_recorded_p2p);
   run_group("info", test_info);
   run_group("attributes", test_attributes);
   run_group("errhandlers", test_errhandlers);

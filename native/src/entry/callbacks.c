@@ -35,44 +35,74 @@ static uintptr_t handle_value(uintptr_t v) {
   X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) \
   X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29)  \
   X(30) X(31)
+/* Ops get four times as many: a freed op's slot is not reused at once (below). */
+#define NOPSLOTS (4 * NSLOTS)
+#define OP_SLOTS(X)                                                            \
+  X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) \
+  X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) \
+  X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47) \
+  X(48) X(49) X(50) X(51) X(52) X(53) X(54) X(55) X(56) X(57) X(58) X(59) X(60) X(61) X(62) X(63) \
+  X(64) X(65) X(66) X(67) X(68) X(69) X(70) X(71) X(72) X(73) X(74) X(75) X(76) X(77) X(78) X(79) \
+  X(80) X(81) X(82) X(83) X(84) X(85) X(86) X(87) X(88) X(89) X(90) X(91) X(92) X(93) X(94) X(95) \
+  X(96) X(97) X(98) X(99) X(100) X(101) X(102) X(103) X(104) X(105) X(106) X(107) X(108) X(109) X(110) X(111) \
+  X(112) X(113) X(114) X(115) X(116) X(117) X(118) X(119) X(120) X(121) X(122) X(123) X(124) X(125) X(126) X(127)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* ---- user-defined reduction operations ---- */
+/* ---- user-defined reduction operations ----
+ * MPI_Op_free may come while a nonblocking reduction with the op is still
+ * pending, and that operation must complete normally (MPI 4.1, 6.9.5; MPICH's
+ * coll/nonblocking2 does it). So freeing an op keeps its function in the
+ * slot (the library may still call the thunk) and only marks the slot
+ * reusable; MPI_Op_create takes a never-used slot first, then the one freed
+ * longest ago. A pending reduction meets another op's function only if
+ * NOPSLOTS - 1 ops were created after its op was freed and before it ran. */
 static struct {
   MPIABI_User_function *fn;
   MPIABI_Op handle;
-} op_slots[NSLOTS];
+  int live;               /* created and not freed */
+  unsigned long freed_at; /* free_clock at its MPI_Op_free; 0: never used */
+} op_slots[NOPSLOTS];
+static unsigned long free_clock = 0;
 
 #define OP_THUNK(i)                                                        \
   static void op_thunk_##i(void *in, void *inout, int *len, void *dt) {   \
     MPIABI_Datatype d = handle_at(dt, 0);                                  \
     op_slots[i].fn(in, inout, len, &d);                                    \
   }
-SLOTS(OP_THUNK)
+OP_SLOTS(OP_THUNK)
 #define OP_ENTRY(i) (MPIABI_User_function *)op_thunk_##i,
-static MPIABI_User_function *const op_thunks[NSLOTS] = {SLOTS(OP_ENTRY)};
+static MPIABI_User_function *const op_thunks[NOPSLOTS] = {OP_SLOTS(OP_ENTRY)};
 
 MPIABI_EXPORT int MPIABI_Op_create(MPIABI_User_function *user_fn, int commute, MPIABI_Op *op) {
   int slot = -1;
   pthread_mutex_lock(&lock);
-  for (int i = 0; i < NSLOTS && slot < 0; i++)
-    if (!op_slots[i].fn) {
-      op_slots[i].fn = user_fn;
-      op_slots[i].handle = 0;
+  for (int i = 0; i < NOPSLOTS; i++) {
+    if (op_slots[i].live) continue;
+    if (!op_slots[i].fn) { /* never used: the best */
       slot = i;
+      break;
     }
+    if (slot < 0 || op_slots[i].freed_at < op_slots[slot].freed_at) slot = i;
+  }
+  if (slot >= 0) {
+    op_slots[slot].fn = user_fn;
+    op_slots[slot].handle = 0;
+    op_slots[slot].live = 1;
+  }
   pthread_mutex_unlock(&lock);
   if (slot < 0) {
-    mpic_log(0, "MPI_Op_create: all %d user-defined operations are in use; free one with MPI_Op_free", NSLOTS);
+    mpic_log(0, "MPI_Op_create: all %d user-defined operations are in use; free one with MPI_Op_free", NOPSLOTS);
     return MPIABI_ERR_OTHER;
   }
   int ret = mpic_next_Op_create(op_thunks[slot], commute, op);
   pthread_mutex_lock(&lock);
-  if (ret == 0)
+  if (ret == 0) {
     op_slots[slot].handle = *op;
-  else
-    op_slots[slot].fn = NULL;
+  } else {
+    op_slots[slot].live = 0;
+    op_slots[slot].freed_at = ++free_clock;
+  }
   pthread_mutex_unlock(&lock);
   return ret;
 }
@@ -86,8 +116,11 @@ MPIABI_EXPORT int MPIABI_Op_free(MPIABI_Op *op) {
   int ret = mpic_next_Op_free(op);
   if (ret != 0) return ret;
   pthread_mutex_lock(&lock);
-  for (int i = 0; i < NSLOTS; i++)
-    if (op_slots[i].fn && op_slots[i].handle == old) op_slots[i].fn = NULL;
+  for (int i = 0; i < NOPSLOTS; i++)
+    if (op_slots[i].live && op_slots[i].handle == old) { /* fn stays: a pending reduction may call it */
+      op_slots[i].live = 0;
+      op_slots[i].freed_at = ++free_clock;
+    }
   pthread_mutex_unlock(&lock);
   return 0;
 }

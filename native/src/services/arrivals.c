@@ -28,11 +28,23 @@ static __attribute__((noreturn)) void short_arrival(const char *what, int expect
              mpic_record_world_rank(), what, expected, t ? t : "elements", source, received);
 }
 
-static void check_arrival(const char *what, const MPIABI_Status *status, int expected, MPIABI_Datatype type) {
-  if (!mpic_agreement_on()) return;
-  int received = 0;
-  if (mpic_next_Get_count(status, type, &received) == 0 && received != expected)
-    short_arrival(what, expected, received, type, status->MPI_SOURCE);
+/* The count is read in bytes against the type's size taken when the
+ * receive was posted: a program may free the datatype before the wait
+ * (MPICH's pt2pt/dtype_send does; MPI allows it), and the freed handle must
+ * not be asked. A cancelled receive received nothing, rightly. */
+static void check_arrival(const char *what, const MPIABI_Status *status, int expected, MPIABI_Datatype type,
+                          int type_size) {
+  if (!mpic_agreement_on() || type_size <= 0) return;
+  int bytes = 0, cancelled = 0;
+  if (mpic_next_Test_cancelled(status, &cancelled) == 0 && cancelled) return;
+  if (mpic_next_Get_count(status, MPIABI_BYTE, &bytes) != 0 || bytes == MPIABI_UNDEFINED) return;
+  if ((long long)bytes != (long long)expected * type_size)
+    short_arrival(what, expected, bytes / type_size, type, status->MPI_SOURCE);
+}
+
+static int type_size_of(MPIABI_Datatype type) {
+  int size = 0;
+  return mpic_next_Type_size(type, &size) == 0 ? size : 0;
 }
 
 /* XLA's all-to-all: one exchange with each peer. */
@@ -45,7 +57,7 @@ int mpic_arrival_sendrecv(struct mpic_record *r, const void *sendbuf, int sendco
   struct mpic_sendrecv_args a = {sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
                                  source, recvtag, r->comm, s};
   int ret = mpic_dispatch(r, &c, NULL, "MPI_Sendrecv", mpic_call_sendrecv, &a);
-  if (source != MPIABI_PROC_NULL) check_arrival("an all-to-all", s, recvcount, recvtype);
+  if (source != MPIABI_PROC_NULL) check_arrival("an all-to-all", s, recvcount, recvtype, type_size_of(recvtype));
   return ret;
 }
 
@@ -56,7 +68,8 @@ int mpic_arrival_sendrecv(struct mpic_record *r, const void *sendbuf, int sendco
 struct receive {
   MPIABI_Request request;
   int count;
-  MPIABI_Datatype type;
+  MPIABI_Datatype type; /* for its name only: it may be freed before the wait */
+  int type_size;
   mpic_ticket ticket; /* in the flight record: the permute ends when its receive does */
 };
 static struct receive *receives = NULL;
@@ -82,7 +95,7 @@ int mpic_arrival_irecv(void *buf, int count, MPIABI_Datatype datatype, int sourc
                  mpic_record_world_rank(), nreceives);
     receives = grown, room = more;
   }
-  receives[nreceives] = (struct receive){*request, count, datatype, ticket};
+  receives[nreceives] = (struct receive){*request, count, datatype, type_size_of(datatype), ticket};
   __atomic_store_n(&nreceives, nreceives + 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&receives_lock);
   return ret;
@@ -113,7 +126,7 @@ int mpic_arrival_wait(MPIABI_Request *request, MPIABI_Status *status) {
   int ret = mpic_next_Wait(request, s);
   if (ret != 0) mpic_call_failed("MPI_Wait", ret);
   mpic_flight_end(r.ticket);
-  check_arrival("a collective permute", s, r.count, r.type);
+  check_arrival("a collective permute", s, r.count, r.type, r.type_size);
   return ret;
 }
 
@@ -137,7 +150,7 @@ int mpic_arrival_waitall(int count, MPIABI_Request array_of_requests[], MPIABI_S
   for (int i = 0; i < count; i++)
     if (is_receive[i]) mpic_flight_end(rs[i].ticket);
   for (int i = 0; s && i < count; i++)
-    if (is_receive[i]) check_arrival("a collective permute", &s[i], rs[i].count, rs[i].type);
+    if (is_receive[i]) check_arrival("a collective permute", &s[i], rs[i].count, rs[i].type, rs[i].type_size);
   free(own);
   free(rs);
   free(is_receive);
