@@ -24,6 +24,7 @@ the caller has kept what it must (the pytest plugin's report).
 """
 import atexit
 import os
+import sys
 import threading
 import time
 
@@ -75,11 +76,17 @@ class Phases:
         self._lock = threading.Lock()
         self._receiving = threading.Lock()  # one receive of a stuck line at a time (_received_stuck)
         self._stuck_buffers = []  # their buffers, kept while a receive may be posted
+        self._begun_at, self._timeout = time.monotonic(), 0.0  # the phase's start and --mpi-timeout
+        self._main_at = (None, 0.0)
+        self._outside = None  # (ranks that ended the phase, its tag) while this rank waits outside
+        self._taken = {}  # rank: (header, text) of votes the watcher received (_how_ended)
+        self._taking = threading.Lock()
 
     def begin(self, name: str, timeout: float = 0) -> int:
         """The next phase (numbered alike on every rank: every rank begins the same phases)."""
         self.number += 1
         self.name = name
+        self._begun_at, self._timeout = time.monotonic(), float(timeout or 0)
         mpi.phase_enter(self.number, name, timeout)
         return self.number
 
@@ -102,9 +109,12 @@ class Phases:
         for i, triple in enumerate(given):
             header[4 + 3 * i: 7 + 3 * i] = triple
         others = [r for r in range(self.size) if r != self.rank]
-        headers = {r: np.zeros(_HEADER, np.int64) for r in others}
+        with self._taking:  # votes the watcher already received (_how_ended), this phase's
+            taken = {r: v for r, v in self._taken.items() if int(v[0][0]) == self.number}
+            self._taken = {}
+        headers = {r: taken[r][0] if r in taken else np.zeros(_HEADER, np.int64) for r in others}
         requests = [mpi.isend(header, r, tag, self.comm) for r in others]
-        requests += [mpi.irecv(headers[r], r, tag, self.comm) for r in others]
+        requests += [mpi.irecv(headers[r], r, tag, self.comm) for r in others if r not in taken]
         self._wait(requests, on_wait)
         if any(int(h[0]) != self.number for h in headers.values()):
             bad = [r for r in others if int(headers[r][0]) != self.number]
@@ -113,7 +123,11 @@ class Phases:
         # The texts, from the ranks that have one, to every rank.
         texts = {self.rank: text}
         buffers = {r: np.zeros(int(headers[r][2]), np.uint8) for r in others if headers[r][2] > 0}
-        requests = [mpi.irecv(buffers[r], r, TEXT_TAG, self.comm) for r in buffers]
+        for r in taken:
+            if r in buffers and len(taken[r][1]) == len(buffers[r]):
+                buffers[r] = taken[r][1]
+        requests = [mpi.irecv(buffers[r], r, TEXT_TAG, self.comm) for r in buffers
+                    if not (r in taken and buffers[r] is taken[r][1])]
         if data:
             payload = np.frombuffer(data, np.uint8)
             requests += [mpi.isend(payload, r, TEXT_TAG, self.comm) for r in others]
@@ -173,13 +187,20 @@ class Phases:
 
     def _run(self):
         first_seen, told = {}, False
+        self._main_at = (None, 0.0)  # the main thread's line and since when
         while not self._stop.wait(0.5):
             if self._ending:
                 return
+            now = time.monotonic()
             try:
                 where = mpi.phase_stuck()
                 if self.rank == 0 and not where and not self._voting:
                     where = self.stuck_line()  # a stuck rank's line, kept once received
+                self._outside = None
+                if not where and not self._voting:
+                    where, at_once = self._outside_wait(now)
+                    if at_once:
+                        first_seen.setdefault(where, now - self.STUCK_AFTER)
             except Exception:
                 return  # MPI finalized: nothing to watch
             now = time.monotonic()
@@ -191,6 +212,11 @@ class Phases:
             if not told and (received or now - since >= self.STUCK_AFTER):
                 told = True
                 line = where if received else f"{where} ({self.name}), for {now - since:.0f} s since it left"
+                if self._outside and where.endswith("ended the phase"):  # which outcome they voted
+                    ended, tag = self._outside
+                    with self._taking:
+                        how = self._how_ended(ended, tag)
+                    line = f"{where.rsplit(' while ', 1)[0]} while {how} ({self.name}), for {now - since:.0f} s"
                 with self._lock:
                     self._stuck_line = line
                 if self.rank == 0:
@@ -202,6 +228,61 @@ class Phases:
                     self._told_at = now
             elif told and self.rank != 0 and now - self._told_at > 30:
                 self._on_stuck(self._stuck_line + "; rank 0 did not end the job within 30 s")
+
+    def _outside_wait(self, now):
+        """(line, at once): where this rank's main thread waits outside the package's collectives while
+        its peers ended the phase, or ("", False). The native layer sees its own waits (phase_stuck);
+        a wait in an mpi4py or mpi4jax call, or in other C code, it never sees: a suite whose rank 1
+        failed before comm.allreduce left rank 0 there and rank 1 in its vote, silent for ever (issue
+        72). Such a rank's main thread stays on one line; once another rank's vote on this phase has
+        arrived, that line is its place, and the watcher's hold (STUCK_AFTER) runs. A rank still
+        computing in Python moves from line to line, and its clock starts again. Past --mpi-timeout (a
+        stage's limit, which the alarm cannot enforce while the main thread is in C) it is at once."""
+        frame = sys._current_frames().get(threading.main_thread().ident)
+        if frame is None or self.number == 0:
+            return "", False
+        line = (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name, self.number, frame.f_lasti)
+        if line != self._main_at[0]:
+            self._main_at = (line, now)
+            return "", False
+        still = now - self._main_at[1]
+        place = f"{os.path.basename(line[0])}:{line[1]} ({line[2]})"
+        if self._timeout > 0 and now - self._begun_at > self._timeout + 2 and still >= 2:
+            return (f"rank {self.rank} ran past --mpi-timeout={self._timeout:g} s in {self.name}, its main thread "
+                    f"at {place} outside Python (a call into MPI or other C code), where the stage's alarm cannot "
+                    f"stop it"), True
+        if not _calls_into_mpi(frame):  # a rank busy in a subprocess, a sleep or a long C call is only slow
+            return "", False
+        tag = mpi.phase_tag(self.number)
+        ended = [r for r in range(self.size) if r != self.rank and mpi.probe(r, tag, self.comm)]
+        if not ended:
+            return "", False
+        self._outside = (ended, tag)
+        return (f"rank {self.rank} waits at {place}, outside the package's collectives (an mpi4py or mpi4jax "
+                f"call, or other C code), while rank{'s' if len(ended) > 1 else ''} {', '.join(map(str, ended))} "
+                f"ended the phase"), False
+
+    def _how_ended(self, ended, tag) -> str:
+        """"rank 1 failed it (AssertionError: ...)": the votes of the ranks that ended the phase, read
+        when the hold ran out and the job ends (kept in self._taken, where the vote would find them
+        should this rank still get there)."""
+        words = []
+        for r in ended:
+            if r not in self._taken:
+                header = np.zeros(_HEADER, np.int64)
+                if mpi.wait_all([mpi.irecv(header, r, tag, self.comm)], 2.0):
+                    words.append(f"rank {r} ended the phase")
+                    continue
+                text = np.zeros(int(header[2]), np.uint8)
+                if header[2] > 0 and mpi.wait_all([mpi.irecv(text, r, TEXT_TAG, self.comm)], 2.0):
+                    text = np.zeros(0, np.uint8)
+                self._taken[r] = (header, text)
+            header, text = self._taken[r]
+            said = bytes(text).decode(errors="replace")
+            first = next((ln[1:].strip() for ln in said.splitlines() if ln.startswith("E ")), "")
+            outcome = {PASSED: "passed", SKIPPED: "skipped", FAILED: "failed"}.get(int(header[1]), "ended")
+            words.append(f"rank {r} {outcome} it" + (f" ({first[:160]})" if first else ""))
+        return ", ".join(words)
 
     def stop(self):
         """The watcher looks no more (at exit, before MPI_Finalize)."""
@@ -242,3 +323,40 @@ class Phases:
             with self._lock:
                 self._stuck_line = line
             return line
+
+
+_MPI_MODULES = ("mpi4py", "mpi4jax")
+
+
+def _calls_into_mpi(frame) -> bool:
+    """Is the main thread in a call of mpi4py or mpi4jax? A frame of theirs on its stack (mpi4jax's
+    Python functions), or, on the innermost frame's line, the call's receiver an object or module of
+    theirs (`comm.allreduce(x)`, `MPI.COMM_WORLD.Barrier()`: mpi4py's methods are C, with no frame
+    of their own). A wait anywhere else (a subprocess, a sleep, a long computation on one rank) is
+    never taken for one: those ranks are slow, not stuck. mpi4jax's operations inside a jitted
+    function run in XLA, where no Python frame says so: not seen (docs/testing.md)."""
+    f = frame
+    while f is not None:
+        path = f.f_code.co_filename.replace("\\", "/")
+        if any(f"/{m}/" in path for m in _MPI_MODULES):
+            return True
+        f = f.f_back
+    try:
+        import dis
+
+        instructions = list(dis.get_instructions(frame.f_code))
+        at = next(i for i, ins in enumerate(instructions) if ins.offset >= frame.f_lasti)
+        names = frame.f_locals
+        for ins in reversed(instructions[:at + 1]):
+            # (Python 3.13 on: line_number on every instruction; before it, starts_line on each line's first)
+            line = getattr(ins, "line_number", None) if sys.version_info >= (3, 13) else ins.starts_line
+            if line is not None and line != frame.f_lineno and ins.offset < frame.f_lasti:
+                break  # the line's own instructions only
+            if ins.opname in ("LOAD_FAST", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF"):
+                value = names.get(ins.argval, frame.f_globals.get(ins.argval))
+                module = value.__name__ if isinstance(value, type(sys)) else getattr(type(value), "__module__", "")
+                if str(module or "").startswith(_MPI_MODULES):
+                    return True
+    except Exception:  # a frame that changed under this look: not taken for a call into MPI
+        return False
+    return False

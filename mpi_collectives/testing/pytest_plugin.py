@@ -319,7 +319,8 @@ class Plugin:
                 self._write(f"mpi-collectives: the report could not be written: {type(e).__name__}: {e}")
         end_job(f"{stage} cannot finish: {line}, a wait that cannot be given up. "
                 f"The report of the tests run so far is above{self._junit_words()}. Fix: make every rank reach "
-                f"the same point-to-point transfers (ppermute, all_to_all) in each test, or fail the test on "
+                f"the same point-to-point transfers and MPI calls (ppermute, all_to_all, mpi4py's and mpi4jax's) in "
+                f"each test, or fail the test on "
                 f"every rank (the test's report names each rank's failure)")
 
     def _stage_name(self) -> str:

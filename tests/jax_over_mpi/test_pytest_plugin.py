@@ -5,6 +5,7 @@ process would report for the same failures, and every launch ends within its bou
 saying why. In the mpich configuration every scenario; on the other families the issue's suite at 3
 ranks and the wait that cannot be given up (docs/contributing.md)."""
 import os
+import re
 import shutil
 import sys
 import time
@@ -225,6 +226,32 @@ def test_collectives_a_test_dispatched_belong_to_that_test(tmp_path):
         assert proc.returncode == 0, explain(proc)
         assert outcomes(folder) == {"test_a_dispatches_and_returns_without_waiting": "passed",
                                     "test_b_skipped": "skipped", "test_c_one_more_psum": "passed"}, explain(proc)
+
+
+@once
+@pytest.mark.skipif(EXPECTED_FAMILY == "standard", reason="mpi4py has no standard-ABI build")
+def test_a_rank_stuck_in_an_mpi4py_call_ends_the_job_with_the_test_named(tmp_path):
+    """Issue 72: rank 1 fails before comm.allreduce; rank 0 waited in mpi4py's call and rank 1 in the
+    vote, silent for ever. Now the job ends after the 10 s hold, with the report of the test before."""
+    folder = suite_dir(tmp_path, "test_mpi4py_stuck_suite.py")
+    proc = launch(folder, 2, "test_mpi4py_stuck_suite.py", timeout=90)
+    assert proc.returncode != 0, explain(proc)
+    assert re.search(r"test_b_rank1_fails_before_its_allreduce cannot finish: rank 0 waits at "
+                     r"test_mpi4py_stuck_suite.py:\d+ .*outside the package's collectives.* while rank 1 failed it",
+                     proc.stdout + proc.stderr), explain(proc)
+    assert outcomes(folder) == {"test_a_allreduce": "passed"}, explain(proc)
+    assert (proc.stdout + proc.stderr).count("1 passed in") == 1, explain(proc)  # rank 0's summary, once
+
+
+@once
+@pytest.mark.skipif(EXPECTED_FAMILY == "standard", reason="mpi4py has no standard-ABI build")
+def test_a_rank_only_slow_outside_mpi_is_not_taken_for_stuck(tmp_path):
+    """The hold's other side: rank 0 waits 11 s for a subprocess while rank 1 waits in the vote."""
+    folder = suite_dir(tmp_path, "test_slow_rank_suite.py")
+    proc = launch(folder, 2, "test_slow_rank_suite.py", timeout=90)
+    assert proc.returncode == 0, explain(proc)
+    assert outcomes(folder) == {"test_a_rank0_runs_a_subprocess_past_the_hold": "passed",
+                                "test_b_allreduce_after": "passed"}, explain(proc)
 
 
 @once
