@@ -111,7 +111,10 @@ class Watch:
         """(waiting, the collective or None, a key that changes when the state does)."""
         waiting, begun = mpi.wait_state()
         current = mpi.current_collective() if waiting > 0 else None
-        return waiting > 0, current, (waiting > 0, begun if waiting > 0 else None)
+        # The count of calls begun is in the key outside MPI too: a rank that ran thousands of
+        # collectives between two samples was not "outside MPI" since the first sample (issue 74:
+        # "outside MPI for 16 s" for a rank stopped 2-3 s); the figure is the time since its last call.
+        return waiting > 0, current, (waiting > 0, begun)
 
     def _run(self):
         last_key, held_since, state = None, None, None

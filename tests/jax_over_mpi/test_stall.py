@@ -36,6 +36,20 @@ def test_a_stalled_rank_is_named_with_its_stacks_and_the_job_finishes():
     assert "rank 0/2 (pid" not in proc.stderr, explain(proc)  # only the missing rank's stacks
 
 
+@pytest.mark.skipif(not ONCE, reason="the stall watch's Python side, the same on every family: once, in mpich")
+def test_outside_mpi_counts_from_the_ranks_last_collective():
+    """Issue 74: a rank that ran thousands of collectives a second before it stopped was reported
+    "outside MPI for 16 s" (then 18, 22, 25) for a stop of 2-3 s: the figure counted from the first
+    second the stall watch saw it outside MPI. 6 s of psums, then rank 1 away for 8 s, report at 3 s."""
+    proc, _ = launch(8, {"MPI_COLLECTIVES_STALL_REPORT": "3", "STALL_BUSY": "6"})
+    assert proc.returncode == 0 and proc.stdout.count("PASS stall rank") == 2, explain(proc)
+    found = re.findall(r"has waited (\d+) s in all-reduce sum f32 x4 \(#\d+ on communicator \d+\); not arrived: "
+                       r"rank 1 \(outside MPI for (\d+) s\)", proc.stderr)
+    assert found, explain(proc)
+    waited, outside = map(int, found[0])
+    assert outside <= waited + 2, explain(proc)  # not the 6 s of psums before it
+
+
 def test_with_the_checks_off_the_report_still_names_the_collective():
     """The record per communicator is kept whatever the checks (issue 55): with both off the
     report names the all-reduce and its number on its communicator, as with them on, and the

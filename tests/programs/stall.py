@@ -11,6 +11,7 @@ too at that size).
 
 Every rank then checks the result exactly and prints "PASS stall rank R"; the
 test reads the stall report and the stacks from stderr."""
+import os
 import sys
 import time
 
@@ -23,6 +24,7 @@ info = mpi_collectives.initialize()
 import jax  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
+from jax.experimental import multihost_utils  # noqa: E402
 from launcher_env import jax_compat  # noqa: E402
 
 rank, size = info.rank, info.size
@@ -44,6 +46,19 @@ assert np.array_equal(np.asarray(psum(x).addressable_data(0)), want)  # the comm
 
 def away_from_the_collective():
     time.sleep(seconds)
+
+
+# STALL_BUSY=S: every rank first runs psums for S seconds, so that the report's "outside MPI for N s"
+# must count from rank 1's last collective, not from the first second it was seen outside MPI.
+busy = float(os.environ.get("STALL_BUSY", "0"))
+busy_until = time.monotonic() + busy
+while busy > 0:
+    for _ in range(20):  # a collective every 50 ms, the time between them outside MPI (as a training step's)
+        psum(x).block_until_ready()
+        time.sleep(0.05)
+    # rank 0 says when every rank stops: they run the same number of rounds
+    if not int(multihost_utils.broadcast_one_to_all(np.int32(time.monotonic() < busy_until))):
+        break
 
 
 if rank == 1:
