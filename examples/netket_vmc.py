@@ -22,9 +22,12 @@ errors and variances, the ms an iteration); the last line says `done: ...`.
 
 With --checkpoint PATH the run saves on SIGTERM or preemption (a Slurm time limit with
 `--signal=TERM@120`, scancel): every rank stops at the same iteration (JAX's preemption sync point,
-which the package passes SIGTERM on to), rank 0 writes PATH (the iteration and the variational state:
-parameters and chains), and the run ends 0 with a `saved: ...` line. Started again with the same
-PATH, it resumes at that iteration and runs to --iterations in all. For an even number of
+which the package passes SIGTERM on to), rank 0 writes PATH (the whole driver as NetKet serializes
+it: the iteration, the variational state's parameters and chains, the optimizer's state), and the
+run ends 0 with a `saved: ...` line. Started again with the same PATH, it resumes at that iteration
+and runs to --iterations in all, as the run that went through would have (with --optimizer adam or
+adam-schedule too, whose moments and step count are state). A PATH written by the recipe before
+(the iteration and the variational state only) resumes with a fresh optimizer, and says so. For an even number of
 sites the exact ground-state energy at h = 1 is -2/sin(pi/(2N)) (-25.4910 for 20 sites).
 """
 import argparse
@@ -55,6 +58,8 @@ def main() -> int:
     parser.add_argument("--output", default=None, help="rank 0 writes the energies here (JSON)")
     parser.add_argument("--checkpoint", default=None, metavar="PATH",
                         help="save here on SIGTERM or preemption, and resume from here when it exists")
+    parser.add_argument("--optimizer", default="sgd", choices=sorted(OPTIMIZERS),
+                        help="the optimizer SR's updates go through (default sgd: NetKet's tutorial)")
     args = parser.parse_args()
     first = jax.process_index() == 0  # print and write from one rank only
     devices = jax.device_count()
@@ -68,21 +73,23 @@ def main() -> int:
     sampler = nk.sampler.MetropolisLocal(hilbert, n_chains=args.chains)
     state = nk.vqs.MCState(sampler, nk.models.RBM(alpha=1), n_samples=args.samples,
                            seed=args.seed, sampler_seed=args.seed + 1)
-    begin = 0  # the iteration this run starts at: a resumed run's, from the checkpoint
+    driver = nk.driver.VMC_SR(hamiltonian, OPTIMIZERS[args.optimizer](), diag_shift=0.1, variational_state=state)
     if args.checkpoint and os.path.exists(args.checkpoint):
-        begin, state = load(args.checkpoint, state)
+        driver, older = load(args.checkpoint, driver)
         if first:
-            print(f"resumed: iteration {begin} from {args.checkpoint}", flush=True)
-    driver = nk.driver.VMC_SR(hamiltonian, nk.optimizer.Sgd(learning_rate=0.02), diag_shift=0.1,
-                              variational_state=state)
+            print(f"resumed: iteration {driver.step_count} from {args.checkpoint}" +
+                  (", a checkpoint of the older recipe without the optimizer's state: the optimizer starts afresh "
+                   "(with Adam or a schedule the run differs from one that went through)" if older else ""),
+                  flush=True)
+    begin = driver.step_count  # the iteration this run starts at: a resumed run's, from the checkpoint
 
     energies, errors, variances, stamps = [], [], [], []
     saved = []
 
     def report(step, log_data, driver):
-        step += begin  # NetKet counts from 0 in every run; the problem's iteration goes on
+        # step: the driver's own count, restored with it, so a resumed run's iterations go on
         if args.checkpoint and preempted(step):  # every rank stops here, before this iteration's update
-            save(args.checkpoint, step, driver.state, first)
+            save(args.checkpoint, driver, first)
             saved.append(step)
             return False
         energy = log_data["Energy"]  # computed on every rank alike: the samples of all of them
@@ -131,24 +138,49 @@ def preempted(step: int) -> bool:
     return multihost_utils.reached_preemption_sync_point(step)
 
 
-def save(path: str, step: int, state, write: bool) -> None:
-    """The iteration and the variational state (parameters and chains); every rank serializes (the chains
-    are gathered from every rank), rank 0 writes, whole or not at all."""
+def _sgd():
+    return nk.optimizer.Sgd(learning_rate=0.02)
+
+
+def _adam():
+    return nk.optimizer.Adam(learning_rate=0.01)
+
+
+def _adam_schedule():
+    import optax
+
+    return optax.adam(optax.exponential_decay(init_value=0.01, transition_steps=5, decay_rate=0.8))
+
+
+# Optimizers with state (Adam's moments; a schedule's step count) are what a checkpoint must keep.
+OPTIMIZERS = {"sgd": _sgd, "adam": _adam, "adam-schedule": _adam_schedule}
+
+
+def save(path: str, driver, write: bool) -> None:
+    """The whole driver as NetKet serializes it (its fields marked serialize=True: the step count, the
+    variational state's parameters and chains, the optimizer's state; NetKet's own list, kept current by
+    NetKet rather than by this script); every rank serializes (the chains are gathered from every
+    rank), rank 0 writes, whole or not at all."""
     import flax.serialization
 
-    data = flax.serialization.to_bytes({"step": step, "state": state})
+    data = flax.serialization.to_bytes({"driver": driver})
     if write:
         with open(path + ".tmp", "wb") as f:
             f.write(data)
         os.replace(path + ".tmp", path)
 
 
-def load(path: str, state):
+def load(path: str, driver):
+    """(the driver restored, whether the file is of the older recipe: {"step", "state"}, no optimizer)."""
     import flax.serialization
 
     with open(path, "rb") as f:
-        saved = flax.serialization.from_bytes({"step": 0, "state": state}, f.read())
-    return int(saved["step"]), saved["state"]
+        saved = flax.serialization.msgpack_restore(f.read())
+    if "driver" in saved:
+        return flax.serialization.from_state_dict(driver, saved["driver"]), False
+    driver._variational_state = flax.serialization.from_state_dict(driver.state, saved["state"])
+    driver._step_count = int(saved["step"])
+    return driver, True
 
 
 if __name__ == "__main__":
