@@ -74,8 +74,9 @@ def main() -> int:
     state = nk.vqs.MCState(sampler, nk.models.RBM(alpha=1), n_samples=args.samples,
                            seed=args.seed, sampler_seed=args.seed + 1)
     driver = nk.driver.VMC_SR(hamiltonian, OPTIMIZERS[args.optimizer](), diag_shift=0.1, variational_state=state)
+    history = {}  # the energies of the iterations before a stop: they come back with the checkpoint
     if args.checkpoint and os.path.exists(args.checkpoint):
-        driver, older = load(args.checkpoint, driver)
+        driver, older, history = load(args.checkpoint, driver)
         if first:
             print(f"resumed: iteration {driver.step_count} from {args.checkpoint}" +
                   (", a checkpoint of the older recipe without the optimizer's state: the optimizer starts afresh "
@@ -83,13 +84,14 @@ def main() -> int:
                   flush=True)
     begin = driver.step_count  # the iteration this run starts at: a resumed run's, from the checkpoint
 
-    energies, errors, variances, stamps = [], [], [], []
-    saved = []
+    # --output holds the whole run, the iterations before a stop too
+    energies, errors, variances = (list(history.get(k, [])) for k in ("energies", "errors", "variances"))
+    stamps, saved = [], []
 
     def report(step, log_data, driver):
         # step: the driver's own count, restored with it, so a resumed run's iterations go on
         if args.checkpoint and preempted(step):  # every rank stops here, before this iteration's update
-            save(args.checkpoint, driver, first)
+            save(args.checkpoint, driver, first, {"energies": energies, "errors": errors, "variances": variances})
             saved.append(step)
             return False
         energy = log_data["Energy"]  # computed on every rank alike: the samples of all of them
@@ -123,7 +125,7 @@ def main() -> int:
                            "ms_per_iteration": ms}, f, indent=1)
         shown = f" (exact {exact:.4f})" if exact is not None else ""
         processes = jax.process_count()
-        print(f"done: {args.sites} sites, {begin + len(energies)} iterations, energy {energies[-1]:.6f} "
+        print(f"done: {args.sites} sites, {len(energies)} iterations, energy {energies[-1]:.6f} "
               f"+- {errors[-1]:.6f}{shown}, {processes} process{'es' * (processes > 1)}, "
               f"{devices} device{'s' * (devices > 1)}, {ms:.1f} ms an iteration", flush=True)
     return 0
@@ -156,14 +158,14 @@ def _adam_schedule():
 OPTIMIZERS = {"sgd": _sgd, "adam": _adam, "adam-schedule": _adam_schedule}
 
 
-def save(path: str, driver, write: bool) -> None:
+def save(path: str, driver, write: bool, history: dict) -> None:
     """The whole driver as NetKet serializes it (its fields marked serialize=True: the step count, the
     variational state's parameters and chains, the optimizer's state; NetKet's own list, kept current by
-    NetKet rather than by this script); every rank serializes (the chains are gathered from every
-    rank), rank 0 writes, whole or not at all."""
+    NetKet rather than by this script), and the energies so far (--output's); every rank serializes
+    (the chains are gathered from every rank), rank 0 writes, whole or not at all."""
     import flax.serialization
 
-    data = flax.serialization.to_bytes({"driver": driver})
+    data = flax.serialization.to_bytes({"driver": driver, "history": history})
     if write:
         with open(path + ".tmp", "wb") as f:
             f.write(data)
@@ -171,16 +173,20 @@ def save(path: str, driver, write: bool) -> None:
 
 
 def load(path: str, driver):
-    """(the driver restored, whether the file is of the older recipe: {"step", "state"}, no optimizer)."""
+    """(the driver restored, whether the file is of the older recipe: {"step", "state"}, no optimizer,
+    the energies before the stop)."""
     import flax.serialization
 
     with open(path, "rb") as f:
         saved = flax.serialization.msgpack_restore(f.read())
+    kept = saved.get("history") or {}  # (Flax keeps a list as {"0": ..., "1": ...})
+    history = {k: [float(kept[k][i]) for i in sorted(kept.get(k) or {}, key=int)]
+               for k in ("energies", "errors", "variances")}
     if "driver" in saved:
-        return flax.serialization.from_state_dict(driver, saved["driver"]), False
+        return flax.serialization.from_state_dict(driver, saved["driver"]), False, history
     driver._variational_state = flax.serialization.from_state_dict(driver.state, saved["state"])
     driver._step_count = int(saved["step"])
-    return driver, True
+    return driver, True, history
 
 
 if __name__ == "__main__":
