@@ -2,8 +2,9 @@
 another on the same nodes, and the time of each in one table: how many ranks a node should run
 (docs/layout.md).
 
-Each layout runs K ranks on each of N nodes, each rank with the node's CPUs divided by K, the
-same program and arguments: the total work stays the same when the program splits a fixed
+Each layout runs K ranks on each of N nodes, each rank with the node's CPUs divided by K (and, by
+default, one more: one rank a node with one CPU device per CPU, JAX_NUM_CPU_DEVICES, at most 8:
+NetKet's single-node recipe, --devices), the same program and arguments: the total work stays the same when the program splits a fixed
 global amount (a global batch) over its ranks, as data-parallel JAX programs do. In ARGS, {ranks},
 {per_node} and {cpus} become the layout's rank count, ranks per node and CPUs per rank, for a
 program that must be told.
@@ -119,6 +120,13 @@ def measure(cmd: list, pattern, timeout: int, env: dict) -> tuple:
 STARTUP = ("import mpi_collectives; mpi_collectives.initialize(); import jax; "
            "jax.numpy.zeros(1).block_until_ready()")
 STARTUP_SHARE = 0.2  # of a launch's wall-clock time, from which start-up is said to weigh on the comparison
+MAX_DEVICES = 8  # CPU devices a process may have over MPI (docs/devices.md)
+# Said whenever wall-clock times are compared: the start-up launch cannot time the program's compilation.
+COMPILATION_NOTE = ("mpi-collectives layouts: note: the wall-clock times also hold your program's own JIT "
+                    "compilation, which no launch here can time apart; in a run of a minute or two it can be "
+                    "most of each launch (NetKet's VMC, 60 iterations on 2 cores: start-up and compilation "
+                    "about 85%) and pick the wrong layout. To compare the work alone: --time REGEX on a time "
+                    "your program prints after its first steps.")
 
 
 def startup_warning(rows: list) -> str:
@@ -135,7 +143,9 @@ def startup_warning(rows: list) -> str:
         return ""
     starts = sorted(r["startup_s"] for r in measured)
     walls = sorted(r["median"] for r in measured)
-    other = (f"; less start-up, {without['per_node']} rank{'s' if without['per_node'] > 1 else ''} per node "
+    named = (_name(without) if without.get("devices", 1) > 1 else
+             f"{without['per_node']} rank{'s' if without['per_node'] > 1 else ''} per node")
+    other = (f"; less start-up, {named} "
              f"would be the fastest ({without['median'] - without['startup_s']:.1f} s against "
              f"{fastest['median'] - fastest['startup_s']:.1f} s)" if without is not fastest else "")
     return (f"mpi-collectives layouts: warning: start-up alone (launching the ranks, Python, jax and initialize(), "
@@ -169,6 +179,9 @@ def parse(argv, prog, parser_class):
     parser.add_argument("--cpus", type=int, default=None,
                         help="CPUs of a node to divide among its ranks (default: SLURM_CPUS_ON_NODE, else this "
                              "process's CPU set)")
+    parser.add_argument("--devices", type=int, default=None, metavar="D",
+                        help="also one rank a node with D CPU devices (JAX_NUM_CPU_DEVICES=D, at most 8; 0: not "
+                             "tried; default: the node's CPUs up to 8 where --per-node is not given, else 0)")
     parser.add_argument("--time", default=None, metavar="REGEX",
                         help="take the time from the program's output: the first group of REGEX's last match, "
                              "e.g. 'median step ([0-9.]+) ms' (default: each launch's wall-clock seconds, start-up "
@@ -188,6 +201,8 @@ def parse(argv, prog, parser_class):
         args.program = args.program[1:]
     if not args.program:
         parser.error("no program: give it after --, e.g. `layouts -- python train.py --global-batch 512`")
+    if args.devices is not None and not 0 <= args.devices <= MAX_DEVICES:
+        parser.error(f"argument --devices: from 0 to {MAX_DEVICES} (the CPU devices a process may have)")
     for name in ("nodes", "cpus", "repeat", "timeout"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"argument --{name}: must be at least 1")
@@ -214,6 +229,9 @@ def main(argv=None, prog="mpi-collectives layouts", parser_class=argparse.Argume
     shape = Topology.read().summary()
     domains = max(shape["sockets"], shape["numa"], 1)
     counts = args.per_node or default_counts(cpus, domains)
+    devices = args.devices if args.devices is not None else (0 if args.per_node else min(cpus, MAX_DEVICES))
+    if devices == 1:
+        devices = 0  # one device is the 1-rank layout
     too_many = [k for k in counts if k > cpus]
     if too_many:
         raise SystemExit(f"mpi-collectives layouts: {too_many[0]} ranks per node is more than the node's {cpus} "
@@ -227,22 +245,23 @@ def main(argv=None, prog="mpi-collectives layouts", parser_class=argparse.Argume
           f"by {shlex.join(args.prefix)}; median of {args.repeat} launch{'es' if args.repeat > 1 else ''} each",
           flush=True)
     rows = []
-    for per_node in counts:
+    layouts = [(per_node, 0) for per_node in counts] + ([(1, devices)] if devices else [])
+    for per_node, n_devices in layouts:
         each = cpus // per_node
         cmd = launch_line(args.prefix, kind, nodes, per_node, each, args.program)
         walls, values, failed = [], [], None
         for _ in range(args.repeat):
-            wall, value, failed = measure(cmd, args.pattern, args.timeout, env)
+            wall, value, failed = measure(cmd, args.pattern, args.timeout, _with_devices(env, n_devices))
             if failed:
                 break
             walls.append(wall)
             values.append(value)
-        row = {"per_node": per_node, "ranks": nodes * per_node, "cpus_per_rank": each, "command": cmd,
-               "wall_s": walls, "time": values if args.pattern else None, "failed": failed}
+        row = {"per_node": per_node, "ranks": nodes * per_node, "cpus_per_rank": each, "devices": n_devices or 1,
+               "command": cmd, "wall_s": walls, "time": values if args.pattern else None, "failed": failed}
         row["median"] = None if failed else statistics.median(values if args.pattern else walls)
         rows.append(row)
         shown = "FAILED: " + failed if failed else f"{row['median']:.4g}"
-        print(f"  {per_node} per node: {shown}", file=sys.stderr, flush=True)
+        print(f"  {_name(row)}: {shown}", file=sys.stderr, flush=True)
     warning = ""
     if args.pattern is None:  # wall-clock times: how much of them is start-up?
         for row in rows:
@@ -250,20 +269,32 @@ def main(argv=None, prog="mpi-collectives layouts", parser_class=argparse.Argume
                 continue
             startup = [sys.executable, "-c", STARTUP]
             wall, _, failed = measure(launch_line(args.prefix, kind, nodes, row["per_node"], row["cpus_per_rank"],
-                                                  startup), None, args.timeout, env)
+                                                  startup), None, args.timeout, _with_devices(env, row["devices"]))
             row["startup_s"] = None if failed else wall
-            print(f"  {row['per_node']} per node, start-up alone: "
+            print(f"  {_name(row)}, start-up alone: "
                   + (f"FAILED: {failed}" if failed else f"{wall:.4g}"), file=sys.stderr, flush=True)
         warning = startup_warning(rows)
     print(table(rows, timed=args.pattern is not None))
     if warning:
         print(warning, file=sys.stderr, flush=True)
+    if args.pattern is None:
+        print(COMPILATION_NOTE, file=sys.stderr, flush=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"program": args.program, "nodes": nodes, "cpus": cpus, "node": shape,
                        "launcher": args.prefix, "time": args.time, "repeat": args.repeat, "rows": rows,
                        "startup_warning": warning or None}, f, indent=1)
     return 1 if any(r["failed"] for r in rows) else 0
+
+
+def _with_devices(env: dict, devices: int) -> dict:
+    return dict(env, JAX_NUM_CPU_DEVICES=str(devices)) if devices and devices > 1 else env
+
+
+def _name(row: dict) -> str:
+    if row.get("devices", 1) > 1:
+        return f"1 rank per node with {row['devices']} CPU devices"
+    return f"{row['per_node']} per node"
 
 
 def table(rows: list, timed: bool) -> str:
@@ -276,7 +307,8 @@ def table(rows: list, timed: bool) -> str:
              + (f" {'start-up s':>10}" if startups else "")
              + (f" {'printed time':>12}" if timed else "") + f" {'/fastest':>8}"]
     for r in rows:
-        head = f"{r['per_node']:>10} {r['ranks']:>6} {r['cpus_per_rank']:>9}"
+        per_node = f"1 x{r['devices']}dev" if r.get("devices", 1) > 1 else str(r["per_node"])
+        head = f"{per_node:>10} {r['ranks']:>6} {r['cpus_per_rank']:>9}"
         if r["failed"]:
             lines.append(f"{head}   FAILED ({r['failed']})")
             continue
@@ -286,8 +318,11 @@ def table(rows: list, timed: bool) -> str:
                      + (f" {r['median']:>12.4g}" if timed else "") + f" {r['median'] / best:>8.2f}")
     if done:
         fastest = min(done, key=lambda r: r["median"])
-        lines.append(f"fastest: {fastest['per_node']} rank{'s' if fastest['per_node'] > 1 else ''} per node, "
-                     f"{fastest['cpus_per_rank']} CPUs each" + (" (by the printed time)" if timed else ""))
+        which = (f"1 rank per node with {fastest['devices']} CPU devices, {fastest['cpus_per_rank']} CPUs"
+                 if fastest.get("devices", 1) > 1 else
+                 f"{fastest['per_node']} rank{'s' if fastest['per_node'] > 1 else ''} per node, "
+                 f"{fastest['cpus_per_rank']} CPUs each")
+        lines.append(f"fastest: {which}" + (" (by the printed time)" if timed else ""))
     return "\n".join(lines)
 
 

@@ -142,6 +142,22 @@ def test_layouts_without_time_warns_when_start_up_decides():
     assert "Time the work instead: --time REGEX on a time your program prints" in warnings[0], warnings[0]
 
 
+@once
+@pytest.mark.jax
+def test_layouts_tries_one_rank_with_a_device_per_cpu_and_says_compilation_is_not_apart():
+    """Issue 74: the third candidate of docs/netket.md (one process, JAX_NUM_CPU_DEVICES=N) was never
+    tried, and without --time the start-up line (8%) hid compilation (85% of a NetKet run)."""
+    program = ("import mpi_collectives; mpi_collectives.initialize(); import jax; "
+               "assert jax.local_device_count() == int(__import__('os').environ.get('JAX_NUM_CPU_DEVICES', 1))")
+    proc = layouts("--per-node", "1", "--devices", "2", "--", PY, "-c", program)
+    assert proc.returncode == 0, explain(proc)
+    assert re.search(r"^ +1 x2dev +1 +\d+ +[\d.]+ +[\d.]+ +[\d.]+$", proc.stdout, re.M), explain(proc)
+    assert "1 rank per node with 2 CPU devices" in proc.stderr, explain(proc)
+    assert "also hold your program's own JIT compilation" in proc.stderr, explain(proc)
+    proc = layouts("--devices", "9", "--", "true", timeout=60)
+    assert proc.returncode == 2 and "argument --devices: from 0 to 8" in proc.stderr, explain(proc)
+
+
 def test_the_start_up_warning_speaks_only_when_start_up_weighs():
     from mpi_collectives.tools.layouts import startup_warning
 
