@@ -164,6 +164,14 @@ class Plugin:
                 self._write(f"mpi-collectives: the report could not be written: {type(e).__name__}: {e}")
         log.line(f"mpi-collectives: rank {self.rank}/{self.size} stopped by SIGTERM in {stage}"
                  + (f"; the report of the tests run so far is above{self._junit_words()}" if self.rank == 0 else ""))
+        # This rank said how it ends: its watcher process must not name it killed by SIGKILL or the
+        # out-of-memory killer when it leaves through os._exit (issue 72).
+        from ..base import mpi
+
+        try:
+            mpi.watch_self_quiet()
+        except Exception:  # no watcher (MPI not started this far): nothing would speak
+            pass
         os._exit(128 + signal.SIGTERM)
 
     # ---- rank 0 speaks ----

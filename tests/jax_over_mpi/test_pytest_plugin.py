@@ -186,6 +186,8 @@ def test_sigterm_to_the_launcher_keeps_the_report_of_the_tests_run(tmp_path):
            "tests run so far is above" in text, text
     assert "1 failed, 1 passed" in text, text
     assert outcomes(folder) == {"test_passes": "passed", "test_fails_on_rank0": "failed"}, text
+    # each rank said how it ended; none is named killed by SIGKILL or the out-of-memory killer (issue 72)
+    assert "out-of-memory killer" not in text, text
 
 
 @once
