@@ -271,7 +271,7 @@ class Plugin:
         mine = _phases.FAILED if report.failed else _phases.SKIPPED if report.skipped else _phases.PASSED
         text = ""
         if report.failed:
-            text = report.longreprtext or "failed"
+            text = _failure_text(report) or "failed"
         elif report.skipped:
             text = ("xfail: " + report.wasxfail) if hasattr(report, "wasxfail") else _skip_reason(report)
         vote = self.phases.end(mine, text)
@@ -375,6 +375,23 @@ class Plugin:
             reporter.write_line(text)
         else:
             log.line(text)
+
+
+def _failure_text(report) -> str:
+    """The failure as pytest prints it. Not report.longreprtext, which strips the text and so took the
+    indentation off the first line of every rank's traceback in the report (issue 72)."""
+    try:
+        import io
+
+        from _pytest._io import TerminalWriter
+
+        out = io.StringIO()
+        writer = TerminalWriter(out)
+        writer.hasmarkup = False
+        report.toterminal(writer)
+        return out.getvalue().strip("\n").rstrip()
+    except Exception:  # another pytest's internals: its own text
+        return report.longreprtext
 
 
 def _skip_reason(report) -> str:

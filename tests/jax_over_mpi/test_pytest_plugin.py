@@ -91,6 +91,9 @@ def test_a_failure_on_one_rank_is_the_tests_failure_and_never_a_wrong_number(tmp
     assert "rank 0 fails before its psum" in text and "the last rank raises before a psum" in text, explain(proc)
     assert f"rank {n - 1} ended test_issue_suite.py::test_4" in text or "rank 0 ended" in text, explain(proc)
     assert "4 failed, 3 passed, 1 skipped" in text, explain(proc)
+    # each rank's traceback as pytest prints it, its first line indented too (issue 72)
+    assert re.search(r"^_+ ranks? [\d, ]+ _+\n    def test_", text, re.M), explain(proc)
+    assert not re.search(r"^_+ ranks? [\d, ]+ _+\ndef test_", text, re.M), explain(proc)
 
 
 @pytest.mark.jax
