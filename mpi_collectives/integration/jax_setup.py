@@ -285,9 +285,8 @@ def _start_up(settings, collectives) -> Started:
         raise InitializeError("mpi-collectives: " + differ)
     # Before JAX creates its backend, whose thread pool takes this thread's CPU set.
     # Where the ranks sit, as the launcher started them: one exchange for the binding and the note.
-    placements = layout.gather(size, mpi.allgather)
-    bind, source = library_settings.binding_for_this_process(settings)
-    tunings.append(tuning.bind_cpus(rank, placements, bind, bind_callers=mpi.bind_callers, source=source))
+    placements, bound = bind_this_rank(rank, size, settings)
+    tunings.append(bound)
     # Before JAX's backend, so before XLA's first collective (the native layer makes a window at the first it takes).
     if node_path:
         mpi.set_node_path(*node_path)
@@ -331,6 +330,15 @@ def started() -> "Started | None":
 def info() -> "Info | None":
     """What initialize() set up in this process, if it ran."""
     return _INFO
+
+
+def bind_this_rank(rank: int, size: int, settings) -> tuple:
+    """(every rank's placement, what binding did, in words): each rank on its own slice of its node's
+    CPUs, before JAX's backend makes its threads. Collective: every rank calls it at once, whatever
+    its setting. initialize() and a program that started jax.distributed itself (plain_programs) both."""
+    placements = layout.gather(size, mpi.allgather)
+    bind, source = library_settings.binding_for_this_process(settings)
+    return placements, tuning.bind_cpus(rank, placements, bind, bind_callers=mpi.bind_callers, source=source)
 
 
 def finish(started: Started) -> None:

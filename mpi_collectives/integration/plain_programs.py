@@ -27,7 +27,7 @@ import os
 import threading
 
 from . import jax_compat, jax_setup, narrow_dtypes
-from ..services import job_choices, layout, library_settings, tuning
+from ..services import job_choices, library_settings
 from ..base import mpi
 from ..base.launchers import launcher_rank_size
 from ..base import settings as _settings
@@ -192,9 +192,7 @@ def _finish_own_start() -> None:
     # Each rank on its own cores, as initialize() binds them, before XLA's CPU client makes its thread
     # pool (this hook runs first): unbound, the README's existing script ran 1.28x slower than the same
     # job through initialize() (issue 74).
-    placements = layout.gather(size, mpi.allgather)
-    bind, source = library_settings.binding_for_this_process(settings)
-    log(tuning.bind_cpus(rank, placements, bind, bind_callers=mpi.bind_callers, source=source))
+    log(jax_setup.bind_this_rank(rank, size, settings)[1])
     log(f"a program that started jax.distributed itself: rank {rank}/{size}, SIGTERM, stall report and "
         "peer watch on")
     jax_setup.finish_steps(rank, size, settings, str(getattr(state, "coordinator_address", "")))

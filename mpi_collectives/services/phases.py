@@ -77,7 +77,7 @@ class Phases:
         self._receiving = threading.Lock()  # one receive of a stuck line at a time (_received_stuck)
         self._stuck_buffers = []  # their buffers, kept while a receive may be posted
         self._begun_at, self._timeout = time.monotonic(), 0.0  # the phase's start and --mpi-timeout
-        self._main_at = (None, 0.0)
+        self._main_at = (None, 0.0, None)  # the main thread's place, since when, whether it calls into MPI
         self._outside = None  # (ranks that ended the phase, its tag) while this rank waits outside
         self._taken = {}  # rank: (header, text) of votes the watcher received (_how_ended)
         self._taking = threading.Lock()
@@ -187,7 +187,7 @@ class Phases:
 
     def _run(self):
         first_seen, told = {}, False
-        self._main_at = (None, 0.0)  # the main thread's line and since when
+        self._main_at = (None, 0.0, None)
         while not self._stop.wait(0.5):
             if self._ending:
                 return
@@ -243,15 +243,17 @@ class Phases:
             return "", False
         line = (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name, self.number, frame.f_lasti)
         if line != self._main_at[0]:
-            self._main_at = (line, now)
+            self._main_at = (line, now, None)
             return "", False
+        if self._main_at[2] is None:  # read once a place: the line's instructions do not change
+            self._main_at = (line, self._main_at[1], _calls_into_mpi(frame))
         still = now - self._main_at[1]
         place = f"{os.path.basename(line[0])}:{line[1]} ({line[2]})"
         if self._timeout > 0 and now - self._begun_at > self._timeout + 2 and still >= 2:
             return (f"rank {self.rank} ran past --mpi-timeout={self._timeout:g} s in {self.name}, its main thread "
                     f"at {place} outside Python (a call into MPI or other C code), where the stage's alarm cannot "
                     f"stop it"), True
-        if not _calls_into_mpi(frame):  # a rank busy in a subprocess, a sleep or a long C call is only slow
+        if not self._main_at[2]:  # a rank busy in a subprocess, a sleep or a long C call is only slow
             return "", False
         tag = mpi.phase_tag(self.number)
         ended = [r for r in range(self.size) if r != self.rank and mpi.probe(r, tag, self.comm)]

@@ -79,13 +79,13 @@ def _wait_for_dispatched() -> None:
         return
     try:
         arrays = jax.live_arrays()
-    except Exception:
-        return
-    for a in arrays:
-        try:
-            a.block_until_ready()
-        except Exception:  # deleted or donated meanwhile, or its computation failed: the test's to say
-            pass
+        jax.block_until_ready(arrays)
+    except Exception:  # one deleted or donated meanwhile, or a computation failed: the others one by one
+        for a in locals().get("arrays", []):
+            try:
+                a.block_until_ready()
+            except Exception:  # the test's to say
+                pass
 
 
 def _allow_jax_distributed_again() -> None:
@@ -327,9 +327,8 @@ class Plugin:
                 self._write(f"mpi-collectives: the report could not be written: {type(e).__name__}: {e}")
         end_job(f"{stage} cannot finish: {line}, a wait that cannot be given up. "
                 f"The report of the tests run so far is above{self._junit_words()}. Fix: make every rank reach "
-                f"the same point-to-point transfers and MPI calls (ppermute, all_to_all, mpi4py's and mpi4jax's) in "
-                f"each test, or fail the test on "
-                f"every rank (the test's report names each rank's failure)")
+                f"the same point-to-point transfers and MPI calls (ppermute, all_to_all, mpi4py's and mpi4jax's) "
+                f"in each test, or fail the test on every rank (the test's report names each rank's failure)")
 
     def _stage_name(self) -> str:
         return self.phases.name or "the test"

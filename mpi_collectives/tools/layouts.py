@@ -143,9 +143,7 @@ def startup_warning(rows: list) -> str:
         return ""
     starts = sorted(r["startup_s"] for r in measured)
     walls = sorted(r["median"] for r in measured)
-    named = (_name(without) if without.get("devices", 1) > 1 else
-             f"{without['per_node']} rank{'s' if without['per_node'] > 1 else ''} per node")
-    other = (f"; less start-up, {named} "
+    other = (f"; less start-up, {_layout_words(without)} "
              f"would be the fastest ({without['median'] - without['startup_s']:.1f} s against "
              f"{fastest['median'] - fastest['startup_s']:.1f} s)" if without is not fastest else "")
     return (f"mpi-collectives layouts: warning: start-up alone (launching the ranks, Python, jax and initialize(), "
@@ -291,10 +289,15 @@ def _with_devices(env: dict, devices: int) -> dict:
     return dict(env, JAX_NUM_CPU_DEVICES=str(devices)) if devices and devices > 1 else env
 
 
+def _layout_words(row: dict) -> str:
+    """"2 ranks per node", "1 rank per node with 2 CPU devices"."""
+    words = f"{row['per_node']} rank{'s' if row['per_node'] > 1 else ''} per node"
+    return words + (f" with {row['devices']} CPU devices" if row.get("devices", 1) > 1 else "")
+
+
 def _name(row: dict) -> str:
-    if row.get("devices", 1) > 1:
-        return f"1 rank per node with {row['devices']} CPU devices"
-    return f"{row['per_node']} per node"
+    """The layout on its progress line: "2 per node", "1 rank per node with 2 CPU devices"."""
+    return _layout_words(row) if row.get("devices", 1) > 1 else f"{row['per_node']} per node"
 
 
 def table(rows: list, timed: bool) -> str:
@@ -318,11 +321,9 @@ def table(rows: list, timed: bool) -> str:
                      + (f" {r['median']:>12.4g}" if timed else "") + f" {r['median'] / best:>8.2f}")
     if done:
         fastest = min(done, key=lambda r: r["median"])
-        which = (f"1 rank per node with {fastest['devices']} CPU devices, {fastest['cpus_per_rank']} CPUs"
-                 if fastest.get("devices", 1) > 1 else
-                 f"{fastest['per_node']} rank{'s' if fastest['per_node'] > 1 else ''} per node, "
-                 f"{fastest['cpus_per_rank']} CPUs each")
-        lines.append(f"fastest: {which}" + (" (by the printed time)" if timed else ""))
+        each = "" if fastest.get("devices", 1) > 1 else " each"
+        lines.append(f"fastest: {_layout_words(fastest)}, {fastest['cpus_per_rank']} CPUs{each}"
+                     + (" (by the printed time)" if timed else ""))
     return "\n".join(lines)
 
 
