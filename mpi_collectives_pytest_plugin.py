@@ -54,10 +54,25 @@ def pytest_addoption(parser):
                     help="every rank prints its report (default: rank 0 alone, with every rank's failures)")
 
 
+def _refuse_xdist(early_config) -> None:
+    """pytest-xdist's -n (or --tx) under a launcher: each rank would start worker processes that are not
+    ranks of the job, and every worker inherits its rank's launcher variables: MPICH's workers died
+    with "PMI_Init failed" (issue 72). One sentence on every rank instead, before MPI starts."""
+    options = early_config.known_args_namespace
+    workers = getattr(options, "numprocesses", None)
+    if workers not in (None, 0, "0") or getattr(options, "tx", None):
+        raise pytest.UsageError(
+            f"mpi-collectives: pytest-xdist's {f'-n {workers}' if workers not in (None, 0, '0') else '--tx'} "
+            "starts worker processes that are not ranks of this MPI job (they inherit its launcher's variables and fail). "
+            f"Under the launcher every rank is already a process ({launched_size()} of them). Fix: run without "
+            "-n under the launcher, or use -n without a launcher")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
     """MPI and JAX start here, before any conftest.py or test module imports mpi4py.MPI or jax."""
     if _ACTIVE:
+        _refuse_xdist(early_config)
         from mpi_collectives.testing import pytest_plugin
 
         pytest_plugin.start(early_config)

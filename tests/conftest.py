@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from helpers import free_port, wrapper_path
+from helpers import free_port, package_with_wrapper, wrapper_built, wrapper_path
 from mpi_collectives.tools import launching
 
 # For every launch of the suite, Open MPI's included.
@@ -24,6 +24,17 @@ def jax_env():
         "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "mpi",
         "MPI_COLLECTIVES_TEST_PORT": str(free_port()),
     }
+
+
+@pytest.fixture(scope="session")
+def checked_package(tmp_path_factory):
+    """PYTHONPATH for a copy of the installed package whose wrapper is built with UndefinedBehaviorSanitizer
+    and the test hooks (native/src/base/test_hooks.h): one build (about a minute on 2 cores) for the
+    sanitizer's JAX test (native/test_sanitizers.py) and the given-up calls' suite
+    (jax_over_mpi/test_pytest_plugin.py). A UBSan report fails the test that reads it."""
+    wrapper = wrapper_built(tmp_path_factory.mktemp("checked_build"), MPI_COLLECTIVES_SANITIZE="undefined",
+                            MPI_COLLECTIVES_TEST_HOOKS="1")
+    return package_with_wrapper(wrapper, tmp_path_factory.mktemp("checked_site"))
 
 
 collect_ignore = [

@@ -59,6 +59,33 @@ def wrapper_path():
                                    cwd=HERE).strip()
 
 
+def wrapper_built(into, **env):
+    """The wrapper built from this checkout into the folder `into` by native/build_native.py with `env`
+    (MPI_COLLECTIVES_SANITIZE, MPI_COLLECTIVES_TEST_HOOKS): the built library's path."""
+    proc = subprocess.run([sys.executable, os.path.join("native", "build_native.py"), str(into)], cwd=ROOT,
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, explain(proc)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def package_with_wrapper(wrapper, site):
+    """A copy of the installed package in the folder `site` with `wrapper` in its library's place (the
+    package and MPItrampoline must load one file); PYTHONPATH=site imports it (checked here)."""
+    import shutil
+
+    import mpi_collectives
+    package = os.path.join(str(site), "mpi_collectives")
+    shutil.copytree(os.path.dirname(mpi_collectives.__file__), package)
+    for name in os.listdir(package):
+        if name.startswith("_mpiabi") and name.endswith(".so"):
+            shutil.copy(wrapper, os.path.join(package, name))
+    where = subprocess.run([sys.executable, "-c", "import mpi_collectives; print(mpi_collectives.__file__)"],
+                           env={**os.environ, "PYTHONPATH": str(site)}, cwd=str(site), capture_output=True,
+                           text=True, timeout=60)
+    assert where.stdout.startswith(package), explain(where)
+    return str(site)
+
+
 def run(cmd, env=None, timeout=LAUNCH_TIMEOUT, cwd=None):
     """Run a command with captured text output and a timeout (the whole
     launch is killed then, and the test fails); `env` changes this process's

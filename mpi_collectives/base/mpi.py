@@ -355,11 +355,11 @@ def phase_enter(phase: int, name: str, timeout: float) -> None:
     _native()[1].mpic_phases_enter(phase, name.encode(errors="replace")[:150], float(timeout or 0))
 
 
-def phase_given_up() -> list:
-    """(kind, communicator id, sequence) of each wait this rank gave up and has not settled."""
+def phase_given_up(most: int) -> list:
+    """(kind, communicator id, sequence) of each wait this rank gave up and has not settled, at most `most`."""
     ffi, lib = _native()
-    out = ffi.new("int[]", 3 * 16)
-    n = lib.mpic_phases_given_up(out, 16)
+    out = ffi.new("int[]", 3 * most)
+    n = lib.mpic_phases_given_up(out, most)
     return [(out[3 * i], out[3 * i + 1], out[3 * i + 2]) for i in range(n)]
 
 

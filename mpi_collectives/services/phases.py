@@ -34,7 +34,7 @@ from ..base import mpi
 
 # The header each rank sends every other rank when it ends a phase: the phase, the outcome, the
 # length of its text, how many waits it gave up, and those (kind, id, sequence) triples.
-_GIVEN_MAX = 16
+_GIVEN_MAX = 64  # as the wrapper's MPIC_GIVEN_MAX (native/src/services/phases.c): past it the job ends
 _HEADER = 4 + 3 * _GIVEN_MAX
 TEXT_TAG = 30001   # the outcome's text, after the header (phase tags are 1..30000)
 STUCK_TAG = 30002  # a rank stuck in a wait that cannot be given up, to rank 0
@@ -102,7 +102,7 @@ class Phases:
 
     def _end(self, outcome, text, on_wait) -> Vote:
         tag = mpi.phase_tag(self.number)
-        given = mpi.phase_given_up()[:_GIVEN_MAX]
+        given = mpi.phase_given_up(_GIVEN_MAX)
         data = text.encode(errors="replace") if text else b""
         header = np.zeros(_HEADER, np.int64)
         header[:4] = (self.number, outcome, len(data), len(given))

@@ -269,3 +269,66 @@ def test_pytest_mpis_only_mpi_is_honoured(tmp_path):
     assert proc.returncode == 0, explain(proc)
     assert outcomes(folder) == {"test_marked_runs": "passed",
                                 "test_unmarked_is_skipped_under_only_mpi": "skipped"}, explain(proc)
+
+
+GIVEN_UP_OUTCOMES = {"test_a_psum": "passed", "test_b_rank1_fails_and_rank0_calls_again_after_each_failure": "failed",
+                     "test_c_psum_after_the_settled_calls": "passed",
+                     "test_d_rank0_starved_after_posting_while_rank1_passes_and_votes": "passed"}
+# The test build's waits are given up 50 ms after the vote instead of 2 s, so that 20 of them take a second.
+FAST_GIVE_UP = {"MPI_COLLECTIVES_TEST_AFTER_VOTE_MS": "50"}
+
+
+@once
+@pytest.mark.parametrize("start", [None, "0x7ffffff8", "0xfffffff8"])
+def test_collectives_given_up_again_and_again_are_all_settled(tmp_path, checked_package, start):
+    """Issue 71's suspects 11 and 15, through the test build (UBSan and the hooks: tests/conftest.py). Rank 0
+    catches 20 failed psums in a row (rank 1 failed the test first). The wrapper kept 16: the 17th waited
+    in a call rank 1 never joins, and the job ended 43 s in, blaming a point-to-point wait (run on the old
+    wrapper). Then, with the communicator's count started just below 2^31 and 2^32, the given-up calls'
+    numbers cross both (rank 1 joins each by comparing counts: a plain `<` skipped the wrapped ones).
+    Last, rank 0 sleeps 3 s right after entering a psum that rank 1 completes and votes on meanwhile
+    (suspect 10: the first poll after it completes the call; the wait is not given up)."""
+    folder = suite_dir(tmp_path, "test_given_up_suite.py")
+    env = {"PYTHONPATH": checked_package, "GIVE_UPS": "20", "STARVE_MS": "3000" if start is None else "0",
+           **FAST_GIVE_UP, **({"MPI_COLLECTIVES_TEST_SEQ_START": start} if start else {})}
+    proc = launch(folder, 2, "test_given_up_suite.py", env=env, timeout=120)
+    assert not any(report in proc.stdout + proc.stderr for report in ("runtime error:", "SUMMARY: Undefined")), \
+        explain(proc)
+    assert proc.returncode == 1 and outcomes(folder) == GIVEN_UP_OUTCOMES, explain(proc)
+    one_report(proc)
+
+
+@once
+def test_past_64_given_up_collectives_the_job_ends_with_a_sentence(tmp_path, checked_package):
+    folder = suite_dir(tmp_path, "test_given_up_suite.py")
+    env = {"PYTHONPATH": checked_package, "GIVE_UPS": "70", **FAST_GIVE_UP}
+    proc = launch(folder, 2, "test_given_up_suite.py", env=env, timeout=120)
+    assert proc.returncode != 0, explain(proc)
+    assert "64 collectives were given up in test_given_up_suite.py::test_b_rank1_fails_and_rank0_calls_again_" \
+           "after_each_failure on this rank" in proc.stdout + proc.stderr, explain(proc)
+    assert "Fix: let the test fail at the first failed collective" in proc.stdout + proc.stderr, explain(proc)
+
+
+@once
+def test_rank_0s_lookers_for_a_stuck_line_receive_it_once():
+    """Issue 71's suspect 12, settled by a run: on the old code one of eight threads looking at once
+    missed the line rank 1 sent (it probed after another had received it, before that one kept it),
+    and two threads that both probed first left one receive posted over a buffer freed after."""
+    from helpers import mpirun
+
+    proc = mpirun(2, [PY, os.path.join(PROGRAMS, "stuck_receivers.py")],
+                  env={"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}, timeout=120)
+    assert proc.returncode == 0, explain(proc)
+    assert "rank 0: 8 lookers, 8 found the line, 1 receives posted: ok" in proc.stdout, explain(proc)
+
+
+@once
+def test_xdist_under_a_launcher_is_refused_with_a_sentence_on_every_rank(tmp_path):
+    """Issue 72: `mpiexec -n 2 python -m pytest -n 2`: each rank's xdist workers inherited the launcher's
+    variables and died with "PMI_Init failed". pytest-xdist is in the test requirements for this test."""
+    pytest.importorskip("xdist")
+    folder = suite_dir(tmp_path, "test_given_up_suite.py")
+    proc = launch(folder, 2, "-n", "2", "test_given_up_suite.py", timeout=60)
+    assert proc.returncode == 4, explain(proc)  # pytest's usage error, on every rank
+    assert (proc.stdout + proc.stderr).count("pytest-xdist's -n 2 starts worker processes that are not ranks of "
+                                             "this MPI job") == 2, explain(proc)

@@ -8,6 +8,7 @@ with MPI_COLLECTIVES_NODE_PATH=0 before the path kept it; each is run here with 
 - a non-commutative operation and a strided datatype: MPI's order and layout, exactly;
 - two threads on one communicator (erroneous in MPI): the job stops with one sentence;
 - eight communicators in a small /dev/shm: exact, with the "no room" line, never SIGBUS."""
+import glob
 import os
 import re
 import shutil
@@ -287,6 +288,22 @@ def test_an_all_reduce_whose_count_times_ranks_passes_2_31_is_exact(harness):
     assert proc.returncode == 0, explain(proc)
     assert sorted(results(proc, "big")) == [("0", "exact"), ("1", "exact")], explain(proc)
     assert "1100000000 elements, 0 wrong" in proc.stdout, explain(proc)
+
+
+@pytest.mark.skipif(not ONCE, reason="once (the mpich configuration): the wrapper's own code")
+def test_a_rank_whose_staging_allocation_fails_takes_every_rank_to_the_window(harness, checked_package):
+    """Issue 71's suspect 9, settled by a run through the test build (tests/conftest.py): rank 1's
+    staging buffer for the reads in place is not allocated (MPI_COLLECTIVES_TEST_FAIL_STAGING_RANK). The
+    ranks decide after it, in the one all-reduce: every rank then goes through the window, exact. A
+    failure folded in after the agreement would leave rank 0 reading in place and rank 1 not: their
+    calls make different numbers of barriers (a stamp mismatch or a hang)."""
+    wrapper = next(glob.iglob(os.path.join(checked_package, "mpi_collectives", "_mpiabi*.so")))
+    proc = mpirun(2, [*harness[:-1], wrapper, "sum"], env={**ON, "MPI_COLLECTIVES_TEST_FAIL_STAGING_RANK": "1"},
+                  timeout=60)
+    assert proc.returncode == 0 and "runtime error:" not in proc.stderr, explain(proc)
+    assert sorted(results(proc, "sum")) == [("0", "exact"), ("1", "exact")], explain(proc)
+    assert "each other's buffers in place (cross-memory attach): out of memory for its staging" in proc.stderr \
+        and "do not read" in proc.stderr and "ranks on this node read" not in proc.stderr, explain(proc)
 
 
 @pytest.mark.skipif(not ONCE or os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("setarch"),

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from helpers import ONCE, PROGRAMS, ROOT, explain, mpirun
+from helpers import ONCE, PROGRAMS, ROOT, explain, mpirun, wrapper_built
 
 pytestmark = pytest.mark.skipif(not ONCE or not shutil.which("cc"),
                                 reason="once (the mpich configuration), with a C compiler: the wrapper's own code")
@@ -23,11 +23,7 @@ ON = {"MPI_COLLECTIVES_NODE_PATH": "1", "MPI_COLLECTIVES_NODE_PATH_MIN": "0"}
 
 
 def build(into, kinds):
-    proc = subprocess.run([sys.executable, os.path.join("native", "build_native.py"), str(into)], cwd=ROOT,
-                          env={**os.environ, "MPI_COLLECTIVES_SANITIZE": kinds}, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, explain(proc)
-    return proc.stdout.strip().splitlines()[-1]
+    return wrapper_built(into, MPI_COLLECTIVES_SANITIZE=kinds)
 
 
 def clean(proc):
@@ -80,21 +76,12 @@ def test_an_all_reduce_past_2_31_elements_times_ranks_under_the_sanitizers(asan)
 
 
 @pytest.mark.jax
-def test_jax_through_the_node_path_under_the_undefined_behaviour_sanitizer(tmp_path):
+def test_jax_through_the_node_path_under_the_undefined_behaviour_sanitizer(checked_package):
     """JAX's own collectives through a UBSan build of the wrapper: a copy of the installed package with
     the sanitized library in its place (the package and MPItrampoline must load one file)."""
-    import mpi_collectives
-    wrapper = build(tmp_path / "build", "undefined")
-    package = tmp_path / "site" / "mpi_collectives"
-    shutil.copytree(os.path.dirname(mpi_collectives.__file__), package)
-    for old in package.glob("_mpiabi*.so"):
-        shutil.copy(wrapper, old)
-    env = {"PYTHONPATH": str(tmp_path / "site"), "MPI_COLLECTIVES_NODE_PATH": "1", "UBSAN_OPTIONS": "print_stacktrace=1",
+    env = {"PYTHONPATH": checked_package, "MPI_COLLECTIVES_NODE_PATH": "1", "UBSAN_OPTIONS": "print_stacktrace=1",
            "MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": "all-reduce,all-gather,reduce-scatter,all-to-all",
            "MPI_COLLECTIVES_VERBOSE": "2"}
-    where = subprocess.run([sys.executable, "-c", "import mpi_collectives; print(mpi_collectives.__file__)"],
-                           env={**os.environ, **env}, cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
-    assert where.stdout.startswith(str(package)), explain(where)  # the sanitized copy is the one imported
     proc = mpirun(3, [sys.executable, os.path.join(PROGRAMS, "node_path.py")], env=env, timeout=300)
     clean(proc)
     assert proc.returncode == 0 and proc.stdout.count("PASS node path rank") == 3, explain(proc)

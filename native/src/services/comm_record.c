@@ -11,6 +11,7 @@
 #include "comm_record.h"
 #include "end_job.h"
 #include "settings.h"
+#include "test_hooks.h"
 
 static struct mpic_record records[MPIC_MAX_RECORDS];
 static int high = 0; /* records at or past it were never used; only grows */
@@ -72,7 +73,7 @@ struct mpic_record *mpic_record_add(MPIABI_Comm comm, int id) {
   struct mpic_record *r = &records[at];
   free(r->members);
   __atomic_store_n(&r->comm, comm, __ATOMIC_RELAXED); /* read by lookups without the lock */
-  r->id = id, r->seq = 0, r->size = size, r->rank = rank, r->members = members, r->node = NULL;
+  r->id = id, r->seq = (unsigned)mpic_test_hook("MPI_COLLECTIVES_TEST_SEQ_START", 0), r->size = size, r->rank = rank, r->members = members, r->node = NULL;
   r->node_state = MPIC_NODE_UNKNOWN;
   r->round = MPIC_ROUND_UNDECIDED;
   r->block_streak = MPIC_BLOCK_STREAK_START;
