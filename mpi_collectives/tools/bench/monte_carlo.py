@@ -41,6 +41,39 @@ def vmc(jax, iterations: int) -> dict:
     state = nk.vqs.MCState(sampler, nk.models.RBM(alpha=1), n_samples=samples, seed=SEED, sampler_seed=SEED + 1)
     driver = nk.driver.VMC_SR(hamiltonian, nk.optimizer.Sgd(learning_rate=0.02), diag_shift=0.1,
                               variational_state=state)
+    return _timed(driver, iterations, chains, samples, devices, nk)
+
+
+# ---- an SR-heavy model: many tiny all-reduces an iteration (issue 74) ----
+J1J2_SITES, J1J2_CHAINS, J1J2_SAMPLES, J2 = 16, 16, 1024, 0.5
+
+
+def vmc_j1j2(jax, iterations: int) -> dict:
+    """The same as vmc() for the model issue 74 measured: a J1-J2 Heisenberg chain of 16 sites (J2 =
+    0.5, periodic), a complex RBM, MetropolisExchange, and SR solved by conjugate gradients over the
+    geometric tensor applied on the fly: each CG step sums over every rank's samples, so an iteration
+    makes a few hundred all-reduces of a few hundred bytes, and their latency is its cost (the
+    Ising problem's SR makes a handful). The round (MPI_COLLECTIVES_NODE_PATH_ROUND) is for these."""
+    import jax.scipy.sparse.linalg as linalg
+    import netket as nk
+
+    devices = jax.device_count()
+    chains = -(-J1J2_CHAINS // devices) * devices
+    samples = -(-J1J2_SAMPLES // chains) * chains
+    graph = nk.graph.Chain(J1J2_SITES, pbc=True, max_neighbor_order=2)
+    hilbert = nk.hilbert.Spin(s=0.5, N=J1J2_SITES, total_sz=0)
+    hamiltonian = nk.operator.Heisenberg(hilbert, graph, J=[1.0, J2])
+    sampler = nk.sampler.MetropolisExchange(hilbert, graph=graph, n_chains=chains)
+    state = nk.vqs.MCState(sampler, nk.models.RBM(alpha=1, param_dtype=complex), n_samples=samples, seed=SEED,
+                           sampler_seed=SEED + 1)
+    sr = nk.optimizer.SR(qgt=nk.optimizer.qgt.QGTOnTheFly, solver=linalg.cg, diag_shift=0.01,
+                          holomorphic=True)
+    driver = nk.driver.VMC(hamiltonian, nk.optimizer.Sgd(learning_rate=0.01), variational_state=state,
+                           preconditioner=sr)
+    return _timed(driver, iterations, chains, samples, devices, nk)
+
+
+def _timed(driver, iterations, chains, samples, devices, nk) -> dict:
     energies, stamps = [], []
 
     def report(step, log_data, driver):
