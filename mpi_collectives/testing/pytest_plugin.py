@@ -133,6 +133,8 @@ class Plugin:
         if self.rank != 0:
             config.option.xmlpath = None  # rank 0 writes the one file, with every rank's failures
         self._stage = None
+        self._setup_skipped = set()  # the ranks that skipped the current test's setup while others ran it
+        self._left_to_others = None  # this rank's skip reason, where it is one of them
         self._report_on_sigterm()
 
     # ---- SIGTERM: the report of the tests run so far is kept ----
@@ -249,6 +251,8 @@ class Plugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):
         self._begin(item, "call")
+        if self._left_to_others is not None:  # a test this rank skipped in setup, the others run: not here
+            item.runtest = _runs_elsewhere
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_teardown(self, item, nextitem):
@@ -274,12 +278,30 @@ class Plugin:
             text = _failure_text(report) or "failed"
         elif report.skipped:
             text = ("xfail: " + report.wasxfail) if hasattr(report, "wasxfail") else _skip_reason(report)
+        if report.when == "call" and self._left_to_others is not None:  # its vote: skipped, the outcome theirs
+            mine, text, self._left_to_others = _phases.SKIPPED, self._left_to_others, None
+            item.__dict__.pop("runtest", None)
         vote = self.phases.end(mine, text)
         failed = vote.ranks(_phases.FAILED)
+        if report.when == "setup":
+            # A test some ranks skip in setup (`skipif(rank > 0)`: rank 0's alone, as mpi4py and pytest-mpi
+            # suites write them) runs on the others, and its outcome is theirs, on every rank: a rank
+            # that skipped it goes on to its call, runs nothing there and votes skipped, then takes the
+            # others' outcome. It was skipped everywhere, and never ran (issue 72).
+            skipped = vote.ranks(_phases.SKIPPED)
+            self._setup_skipped = set(skipped) if not failed and len(skipped) < self.size else set()
+            if self._setup_skipped:
+                if mine == _phases.SKIPPED:
+                    self._left_to_others = f"skipped in its setup here: {text}"
+                    report.outcome, report.longrepr = "passed", None
+                    if hasattr(report, "wasxfail"):
+                        del report.wasxfail
+                return
         # A rank whose failure is a wait it gave up failed because another rank left: that rank's
         # outcome is the test's (a skip on one rank is a skip; a failure, the failure).
         caused = [r for r in failed if vote.given[r]]
-        if caused and len(caused) == len(failed) and vote.ranks(_phases.SKIPPED):
+        cleared = bool(caused and len(caused) == len(failed) and vote.ranks(_phases.SKIPPED))
+        if cleared:
             failed = []
         if failed:
             if mine != _phases.FAILED or len(failed) < self.size or len(set(vote.texts)) > 1:
@@ -289,7 +311,9 @@ class Plugin:
                 del report.wasxfail
             return
         skipped = vote.ranks(_phases.SKIPPED)
-        if skipped and mine != _phases.SKIPPED:
+        if report.when == "call" and not cleared:  # ranks that left a test to others do not skip it here
+            skipped = [r for r in skipped if r not in self._setup_skipped]
+        if skipped and not report.skipped:
             if hasattr(report, "wasxfail"):
                 del report.wasxfail
             first = skipped[0]
@@ -391,6 +415,10 @@ def _failure_text(report) -> str:
         return out.getvalue().strip("\n").rstrip()
     except Exception:  # another pytest's internals: its own text
         return report.longreprtext
+
+
+def _runs_elsewhere():
+    """The call of a test this rank skipped in its setup while other ranks run it (Plugin._agree)."""
 
 
 def _skip_reason(report) -> str:

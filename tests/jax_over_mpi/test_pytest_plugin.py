@@ -332,3 +332,19 @@ def test_xdist_under_a_launcher_is_refused_with_a_sentence_on_every_rank(tmp_pat
     assert proc.returncode == 4, explain(proc)  # pytest's usage error, on every rank
     assert (proc.stdout + proc.stderr).count("pytest-xdist's -n 2 starts worker processes that are not ranks of "
                                              "this MPI job") == 2, explain(proc)
+
+
+@once
+def test_a_test_for_rank_0_alone_runs_there_and_reports_its_outcome(tmp_path):
+    """Issue 72: `skipif(rank > 0)` (mpi4py's and pytest-mpi's way of a rank-0 test) skipped the test on
+    every rank, rank 0 included: it never ran. Now it runs where it was set up, and the ranks that
+    skipped its setup vote on its call as skipped, so that every rank runs the same phases."""
+    folder = suite_dir(tmp_path, "test_rank0_only_suite.py")
+    proc = launch(folder, 2, "test_rank0_only_suite.py", timeout=120)
+    assert proc.returncode == 1, explain(proc)
+    assert outcomes(folder) == {"test_a_psum": "passed", "test_b_rank0_only_fails": "failed",
+                                "test_c_rank0_only_passes": "passed", "test_d_on_the_other_ranks_alone": "passed",
+                                "test_e_rank0_only_calls_a_collective_the_others_skipped": "skipped",
+                                "test_f_psum_after": "passed"}, explain(proc)
+    assert "rank 0's own failure" in proc.stdout, explain(proc)
+    one_report(proc)
