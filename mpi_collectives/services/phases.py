@@ -56,6 +56,10 @@ class Stuck(Exception):
     """A rank waits where no wait can be given up; its words are the message."""
 
 
+# A rank interrupted (SIGINT) alone while the ranks vote: the words its line carries to rank 0.
+INTERRUPTED = "was interrupted (SIGINT) while the ranks voted on"
+
+
 class Phases:
     """The phases of this process: start() once on every rank, then begin() and end() each phase."""
 
@@ -97,8 +101,26 @@ class Phases:
         self._voting = True
         try:
             return self._end(outcome, text, on_wait)
+        except KeyboardInterrupt:
+            raise Stuck(self._interrupted()) from None
         finally:
             self._voting = False
+
+    def _interrupted(self) -> str:
+        """SIGINT to one rank during a vote (kill -INT; Ctrl-C at the launcher reaches every rank): its
+        peers would wait in the vote for ever (issue 72: a teardown error with an empty traceback, then a
+        hang). The line goes to rank 0, which ends the job with the report of the tests run so far (in its
+        own vote, or its watcher); this rank ends the job itself if that has not happened in 10 s."""
+        line = f"rank {self.rank} {INTERRUPTED} {self.name}"
+        if self.rank != 0:
+            with self._lock:
+                self._stuck_line = line
+            self._sent = np.frombuffer(line.encode(errors="replace"), np.uint8)  # kept until sent
+            mpi.isend(self._sent, 0, STUCK_TAG, self.comm)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+        return line
 
     def _end(self, outcome, text, on_wait) -> Vote:
         tag = mpi.phase_tag(self.number)

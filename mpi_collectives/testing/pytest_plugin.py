@@ -349,6 +349,9 @@ class Plugin:
                 self._write_report_so_far(report)
             except Exception as e:  # the job must still end, with its line
                 self._write(f"mpi-collectives: the report could not be written: {type(e).__name__}: {e}")
+        if _phases.INTERRUPTED in line:
+            end_job(f"{stage} was stopped: {line}. The report of the tests run so far is above"
+                    f"{self._junit_words()}. (SIGINT to one rank ends the whole job: the others wait for its votes)")
         end_job(f"{stage} cannot finish: {line}, a wait that cannot be given up. "
                 f"The report of the tests run so far is above{self._junit_words()}. Fix: make every rank reach "
                 f"the same point-to-point transfers and MPI calls (ppermute, all_to_all, mpi4py's and mpi4jax's) "

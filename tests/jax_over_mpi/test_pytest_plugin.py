@@ -348,3 +348,34 @@ def test_a_test_for_rank_0_alone_runs_there_and_reports_its_outcome(tmp_path):
                                 "test_f_psum_after": "passed"}, explain(proc)
     assert "rank 0's own failure" in proc.stdout, explain(proc)
     one_report(proc)
+
+
+@once
+def test_sigint_to_one_rank_during_a_vote_ends_the_job_with_a_line(tmp_path):
+    """Issue 72: the peers waited in the vote for ever. Now rank 1 sends its line to rank 0, which ends
+    the job with the report of the tests run so far (1.6 s after the signal here)."""
+    import signal
+    import subprocess
+
+    folder = suite_dir(tmp_path, "test_sigint_suite.py")
+    env = {k: v for k, v in os.environ.items() if k not in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION")}
+    proc = subprocess.Popen([mpiexec_path(), "-n", "2", *pytest_args(folder, "test_sigint_suite.py")], cwd=str(folder),
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        pid_file = folder / "rank1.pid"
+        deadline = time.monotonic() + 90
+        while not pid_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert pid_file.exists(), "rank 1 never wrote its pid"
+        time.sleep(0.5)  # rank 1 in the vote on test_a, rank 0 still in it
+        os.kill(int(pid_file.read_text()), signal.SIGINT)
+        start = time.monotonic()
+        out, _ = proc.communicate(timeout=40)
+    finally:
+        if proc.poll() is None:  # the whole launch, as run() ends one that passed its time
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert time.monotonic() - start < 15 and proc.returncode != 0, out
+    assert "test_sigint_suite.py::test_a_rank0_slow was stopped: rank 1 was interrupted (SIGINT) while the ranks " \
+           "voted on test_sigint_suite.py::test_a_rank0_slow" in out, out
