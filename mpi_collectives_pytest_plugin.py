@@ -64,8 +64,9 @@ def _refuse_xdist(early_config) -> None:
         raise pytest.UsageError(
             f"mpi-collectives: pytest-xdist's {f'-n {workers}' if workers not in (None, 0, '0') else '--tx'} "
             "starts worker processes that are not ranks of this MPI job (they inherit its launcher's variables and fail). "
-            f"Under the launcher every rank is already a process ({launched_size()} of them). Fix: run without "
-            "-n under the launcher, or use -n without a launcher")
+            f"Under the launcher every rank is already a process ({launched_size()} of them). Fix: add -n 0 (or "
+            "-p no:xdist) under the launcher, as for a suite whose addopts hold -n auto (NetKet's), or use -n "
+            "without a launcher")
 
 
 @pytest.hookimpl(tryfirst=True)
