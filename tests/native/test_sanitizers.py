@@ -6,7 +6,8 @@ overflow defined and the check silent), and tests/programs/node_path_harness.c's
 through it, the path on for every size; then a UBSan build (no interceptors, so it loads where
 MPItrampoline loads it, with RTLD_DEEPBIND) carries JAX's node-path exactness program. Any report
 fails the test. Once, in the mpich configuration: the wrapper's own code is the same on every family
-(CI time: about 60 s with the two builds)."""
+(CI time: about 60 s with the two builds; the UBSan one is tests/conftest.py's checked_package, which
+the given-up calls' suite shares)."""
 import os
 import shutil
 import subprocess
