@@ -63,7 +63,8 @@ def _refuse_xdist(early_config) -> None:
     if workers not in (None, 0, "0") or getattr(options, "tx", None):
         raise pytest.UsageError(
             f"mpi-collectives: pytest-xdist's {f'-n {workers}' if workers not in (None, 0, '0') else '--tx'} "
-            "starts worker processes that are not ranks of this MPI job (they inherit its launcher's variables and fail). "
+            "starts worker processes that are not ranks of this MPI job (they inherit its launcher's variables "
+            "and fail). "
             f"Under the launcher every rank is already a process ({launched_size()} of them). Fix: add -n 0 (or "
             "-p no:xdist) under the launcher, as for a suite whose addopts hold -n auto (NetKet's), or use -n "
             "without a launcher")

@@ -130,7 +130,7 @@ SANITIZE = ([f"-fsanitize={_sanitize}", "-fno-sanitize-recover=all", "-fno-wrapv
             if _sanitize else [])
 
 # MPI_COLLECTIVES_TEST_HOOKS=1: a build whose MPI_COLLECTIVES_TEST_* variables reach the faults a run
-# cannot otherwise (src/base/test_hooks.h; tests/native/test_hooks.py), never a user's.
+# cannot otherwise (src/base/test_hooks.h; tests/conftest.py's checked_package), never a user's.
 TEST_HOOKS = ["-DMPIC_TEST_HOOKS"] if os.environ.get("MPI_COLLECTIVES_TEST_HOOKS") == "1" else []
 
 ffibuilder = cffi.FFI()

@@ -3,7 +3,7 @@
  * descheduled after a peer's vote, more given-up calls than a test can wait out at 2 s each).
  *
  * Compiled in only where the wrapper is built with MPI_COLLECTIVES_TEST_HOOKS=1
- * (native/build_native.py; tests/native/test_hooks.py makes that build): there each hook reads its
+ * (native/build_native.py; tests/conftest.py's checked_package makes that build): there each hook reads its
  * MPI_COLLECTIVES_TEST_* variable. In every other build a hook is its default, a constant the
  * compiler folds: no user's wrapper reads these variables. */
 #ifndef MPI_COLLECTIVES_TEST_HOOKS_H

@@ -73,7 +73,8 @@ struct mpic_record *mpic_record_add(MPIABI_Comm comm, int id) {
   struct mpic_record *r = &records[at];
   free(r->members);
   __atomic_store_n(&r->comm, comm, __ATOMIC_RELAXED); /* read by lookups without the lock */
-  r->id = id, r->seq = (unsigned)mpic_test_hook("MPI_COLLECTIVES_TEST_SEQ_START", 0), r->size = size, r->rank = rank, r->members = members, r->node = NULL;
+  r->id = id, r->size = size, r->rank = rank, r->members = members, r->node = NULL;
+  r->seq = (unsigned)mpic_test_hook("MPI_COLLECTIVES_TEST_SEQ_START", 0); /* a test build starts it near a wrap */
   r->node_state = MPIC_NODE_UNKNOWN;
   r->round = MPIC_ROUND_UNDECIDED;
   r->block_streak = MPIC_BLOCK_STREAK_START;

@@ -197,11 +197,16 @@ static int wait_or_give_up(struct given *g, const char *what, int comm_id, const
 
 int mpic_phase_agree(struct mpic_record *r, struct mpic_block *b, MPIABI_Datatype type, MPIABI_Op op) {
   struct given *g = take(MPIC_GIVEN_UP_BLOCK, r->id, __atomic_load_n(&r->seq, __ATOMIC_RELAXED));
-  if (!g) /* each given up by this rank in this phase (and still unsettled): the peers left it */
+  if (!g) { /* each given up by this rank in this phase (and still unsettled): the peers left it */
+    char name[sizeof phase_name];
+    pthread_mutex_lock(&lock);
+    snprintf(name, sizeof name, "%s", phase_name[0] ? phase_name : "one phase");
+    pthread_mutex_unlock(&lock);
     mpic_fatal("%d collectives were given up in %s on this rank, the most the package keeps: a test went on "
                "calling collectives after each failed because another rank had ended the test (pytest). "
                "Fix: let the test fail at the first failed collective instead of catching its error",
-               MPIC_GIVEN_MAX, phase_name[0] ? phase_name : "one phase");
+               MPIC_GIVEN_MAX, name);
+  }
   g->block = *b;
   int ret = mpic_next_Iallreduce(MPIABI_IN_PLACE, &g->block, 1, type, op, r->comm, &g->req);
   /* A test build descheduled here, past the 2 s, while its peers complete and vote (issue 71's suspect
