@@ -3,9 +3,9 @@
 Registered under pytest's `pytest11` entry-point group (pyproject.toml), so
 pytest loads it in every run; it does nothing unless pytest was started by
 a launcher with more than one rank (`mpiexec -n 4 python -m pytest`,
-`srun -n 4 python -m pytest`). Then it starts MPI and JAX through
-mpi_collectives.initialize() before any conftest or test module is
-imported, and runs mpi_collectives.testing.pytest_plugin: every test has one
+`srun -n 4 python -m pytest`). Then it starts MPI before any conftest or
+test module is imported (JAX at the suite's first `import jax`), and runs
+mpi_collectives.testing.pytest_plugin: every test has one
 outcome on every rank, a collective of one test never meets one of another,
 rank 0 prints the report. `-p no:mpi_collectives` turns it off.
 
@@ -72,7 +72,8 @@ def _refuse_xdist(early_config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
-    """MPI and JAX start here, before any conftest.py or test module imports mpi4py.MPI or jax."""
+    """MPI starts here, before any conftest.py or test module imports mpi4py.MPI or jax (JAX's part
+    follows at the suite's first `import jax`: mpi_collectives.testing.pytest_plugin.start)."""
     if _ACTIVE:
         _refuse_xdist(early_config)
         from mpi_collectives.testing import pytest_plugin

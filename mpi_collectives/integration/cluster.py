@@ -9,12 +9,9 @@ precedence where they apply; ours serves the launchers JAX does not know
 (MPICH and Intel MPI's Hydra, other PMI launchers), or any launcher with
 jax.distributed.initialize(cluster_detection_method="mpi_collectives").
 """
-import importlib.abc
-import importlib.util
 import os
-import sys
 
-from ..base import launchers
+from ..base import import_hooks, launchers
 
 
 def _start_up(overrides=None):
@@ -72,28 +69,6 @@ def _make_cluster_env(clusters):
     return MpiCollectivesCluster
 
 
-class _WhenJaxLoadsClusters(importlib.abc.MetaPathFinder):
-    """Adds our environment right after JAX has imported jax._src.clusters."""
-
-    def find_spec(self, name, path, target=None):
-        if name != "jax._src.clusters":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _make_cluster_env(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
 def register() -> None:
-    if "jax._src.clusters" in sys.modules:
-        _make_cluster_env(sys.modules["jax._src.clusters"])
-    elif not any(isinstance(f, _WhenJaxLoadsClusters) for f in sys.meta_path):
-        sys.meta_path.insert(0, _WhenJaxLoadsClusters())
+    """Our environment, added right after JAX has imported jax._src.clusters."""
+    import_hooks.after_import("jax._src.clusters", _make_cluster_env, key="mpi_collectives cluster environment")

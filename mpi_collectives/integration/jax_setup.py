@@ -220,8 +220,47 @@ class Started:
     finish_at_backend_start: bool = False  # the cluster environment's start: plain_programs finishes it
 
 
+@dataclasses.dataclass(frozen=True)
+class MpiStarted:
+    """What start_mpi() did: MPI up, the ranks met and agreed, each on its cores; JAX untouched."""
+    rank: int
+    size: int
+    family: str
+    level: str
+    choice: object
+    tunings: tuple
+    settings: object
+    gpu_ids: object
+    implementation: str
+
+
 _STARTED = None
+_MPI_STARTED = None
 _START_LOCK = threading.Lock()
+_STARTING = threading.local()  # .now: this thread is inside start_up() (which imports jax)
+
+
+def starting_here() -> bool:
+    """Is this thread inside start_up()? Its `import jax` then is the start's own (the pytest
+    plugin's import hook must not start JAX again from inside it)."""
+    return getattr(_STARTING, "now", False)
+
+
+def start_mpi(settings, *, collectives="mpi") -> MpiStarted:
+    """The part of start_up() that needs no JAX, once per process: the pytest plugin's start for a
+    suite that has not imported JAX yet (JAX's part follows at its first `import jax`:
+    docs/testing.md), and the first half of every start_up()."""
+    global _MPI_STARTED, _ASKED
+    _ASKED = True
+    with _START_LOCK:
+        if _MPI_STARTED is None:
+            _MPI_STARTED = _start_mpi(settings, collectives)
+        return _MPI_STARTED
+
+
+def mpi_started() -> "MpiStarted | None":
+    """What start_mpi() did in this process, if it ran (start_up() runs it)."""
+    return _MPI_STARTED
 
 
 def start_up(settings, *, collectives="mpi") -> Started:
@@ -231,19 +270,26 @@ def start_up(settings, *, collectives="mpi") -> Started:
     get the same checks, tunings, float16 rules and device count.
     `collectives`: the value for JAX's jax_cpu_collectives_implementation;
     None keeps what the environment names (the cluster environment's way:
-    a user who exported gloo gets gloo), "mpi" when it names nothing."""
-    global _STARTED, _ASKED
+    a user who exported gloo gets gloo), "mpi" when it names nothing.
+    Where start_mpi() ran already (the pytest plugin's start), its part is not run again."""
+    global _STARTED, _MPI_STARTED, _ASKED
     _ASKED = True
     with _START_LOCK:
         if _STARTED is None:
-            _STARTED = _start_up(settings, collectives)
+            _check_jax_version()
+            if _backend_exists():
+                raise InitializeError(too_late_message())
+            if _MPI_STARTED is None:
+                _MPI_STARTED = _start_mpi(settings, collectives)
+            _STARTING.now = True
+            try:
+                _STARTED = _start_jax(_MPI_STARTED, collectives)
+            finally:
+                _STARTING.now = False
         return _STARTED
 
 
-def _start_up(settings, collectives) -> Started:
-    _check_jax_version()
-    if _backend_exists():
-        raise InitializeError(too_late_message())
+def _start_mpi(settings, collectives) -> MpiStarted:
     users_node_path = library_settings.users_node_path(settings)  # before the export below
     _check_native_settings(settings)
     for unknown in _settings.unknown_variables():  # a misspelt setting changes nothing: say so, every rank
@@ -297,15 +343,21 @@ def _start_up(settings, collectives) -> Started:
     tunings = tuple(line for line in tunings if line)
     for line in tunings:
         log(line)
+    return MpiStarted(rank=rank, size=size, family=family, level=level, choice=choice, tunings=tunings,
+                      settings=settings, gpu_ids=gpu_ids, implementation=implementation)
 
+
+def _start_jax(m: MpiStarted, collectives) -> Started:
+    """start_up()'s JAX part, after start_mpi(): JAX's options, the float16 rules, the device count."""
     import jax
     # jax before 0.4.3x reads the option only from its config, not the environment.
-    jax.config.update("jax_cpu_collectives_implementation", implementation)
+    jax.config.update("jax_cpu_collectives_implementation", m.implementation)
     jax_compat.quiet_launchers_proxy_warning()  # before jax.distributed.initialize checks
     narrow_dtypes.install()  # float16/float8 collectives, which XLA refuses over MPI
-    devices = _agree_on_local_devices(rank, size, level)
-    return Started(rank=rank, size=size, family=family, level=level, choice=choice, tunings=tunings,
-                   devices=devices, settings=settings, finish_at_backend_start=collectives is None, gpu_ids=gpu_ids)
+    devices = _agree_on_local_devices(m.rank, m.size, m.level)
+    return Started(rank=m.rank, size=m.size, family=m.family, level=m.level, choice=m.choice, tunings=m.tunings,
+                   devices=devices, settings=m.settings, finish_at_backend_start=collectives is None,
+                   gpu_ids=m.gpu_ids)
 
 
 def _layout_note(rank: int, placements: list, enabled: int) -> None:

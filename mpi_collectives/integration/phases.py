@@ -18,38 +18,52 @@ from ..base.errors import InitializeError
 from ..services import phases as _phases
 
 _PHASES = None
+_PREPARED = False
 
 
 class PhaseFailed(RuntimeError):
     """A phase raised on another rank: every rank leaves it with an exception."""
 
 
-def phases() -> _phases.Phases:
+def phases(mpi_only: bool = False) -> _phases.Phases:
     """The process's phases, started on first use: collective, so every rank's first phase (or the
-    pytest plugin's start) comes at the same point of the program."""
+    pytest plugin's start) comes at the same point of the program. Needs initialize() (its devices
+    are prepared first: prepare_devices); `mpi_only`: MPI's start is enough (the pytest plugin's, for
+    a suite that has not imported JAX yet; it prepares the devices when JAX's part of its start runs)."""
     global _PHASES
     if _PHASES is None:
         from . import jax_setup
 
-        info = jax_setup.info()
-        if info is None:
+        started = jax_setup.mpi_started() if mpi_only else jax_setup.info()
+        if started is None:
             raise InitializeError("mpi-collectives: phase() needs MPI: call mpi_collectives.initialize() first, "
                                   "on every rank")
-        # Made here, on every rank at once, what no phase can give up a wait in: JAX's backend (its
-        # start exchanges the devices across processes through jax.distributed) and the communicator
-        # of every device (creating it is a split of MPI_COMM_WORLD, and XLA keeps whatever the split
-        # returns: native/src/services/phases.c). A phase whose first collective is over the whole
-        # mesh, failing on one rank before it, then fails; a sub-mesh's first collective is a split.
-        import jax
-        import numpy as np
-
-        from .communicators import prepare
-
-        prepare(jax.sharding.Mesh(np.array(jax.devices()), ("devices",)))
-        _PHASES = _phases.Phases(info.rank, info.size)
+        prepare_devices()
+        _PHASES = _phases.Phases(started.rank, started.size)
         _PHASES.watch(lambda line: end_job(f"{_PHASES.name} cannot finish: {line}, a wait that cannot be given "
                                            f"up. Fix: make every rank reach the same collectives in each phase"))
     return _PHASES
+
+
+def prepare_devices() -> None:
+    """Made on every rank at once, once, where initialize() has run: what no phase can give up a wait
+    in. JAX's backend (its start exchanges the devices across processes through jax.distributed) and
+    the communicator of every device (creating it is a split of MPI_COMM_WORLD, and XLA keeps whatever
+    the split returns: native/src/services/phases.c). A phase whose first collective is over the whole
+    mesh, failing on one rank before it, then fails; a sub-mesh's first collective is a split. The
+    pytest plugin calls it when JAX's part of its start runs (at the suite's first `import jax`)."""
+    global _PREPARED
+    from . import jax_setup
+
+    if _PREPARED or jax_setup.info() is None:
+        return
+    _PREPARED = True
+    import jax
+    import numpy as np
+
+    from .communicators import prepare
+
+    prepare(jax.sharding.Mesh(np.array(jax.devices()), ("devices",)))
 
 
 @contextlib.contextmanager

@@ -22,7 +22,6 @@ agreed on it; a point-to-point transfer) is `stuck`: the rank sees it and
 tells rank 0 (a `stuck` message), which ends the job with the line after
 the caller has kept what it must (the pytest plugin's report).
 """
-import atexit
 import os
 import sys
 import threading
@@ -31,6 +30,7 @@ import time
 import numpy as np
 
 from ..base import mpi
+from . import exit_hooks
 
 # The header each rank sends every other rank when it ends a phase: the phase, the outcome, the
 # length of its text, how many waits it gave up, and those (kind, id, sequence) triples.
@@ -74,9 +74,11 @@ class Phases:
         self._on_stuck = None
         self._ending = False
         self._stop = threading.Event()
-        # Before JAX's own atexit MPI_Finalize (registered when its backend started, before this):
-        # the watcher calls MPI, and a call after MPI_Finalize ends the process (MPICH aborts).
-        atexit.register(self.stop)
+        # Before every atexit handler, JAX's MPI_Finalize among them: the watcher calls MPI, and a call
+        # after MPI_Finalize ends the process (MPICH aborts). Not atexit's own order: the pytest
+        # plugin makes the phases before JAX starts (at the suite's first `import jax`), so JAX's
+        # handler, registered later, would run first ("internal_Iprobe ... after finalizing MPICH").
+        exit_hooks.before_atexit(self.stop)
         self._lock = threading.Lock()
         self._receiving = threading.Lock()  # one receive of a stuck line at a time (_received_stuck)
         self._stuck_buffers = []  # their buffers, kept while a receive may be posted

@@ -6,18 +6,18 @@ import pytest
 
 @pytest.fixture(scope="session")
 def mpi_rank():
-    """This process's rank in the job."""
-    from .. import initialize
+    """This process's rank in the job (MPI's; JAX need not be started)."""
+    from .pytest_plugin import rank_size
 
-    return initialize().rank
+    return rank_size()[0]
 
 
 @pytest.fixture(scope="session")
 def mpi_size():
     """How many ranks the job has."""
-    from .. import initialize
+    from .pytest_plugin import rank_size
 
-    return initialize().size
+    return rank_size()[1]
 
 
 @pytest.fixture(scope="session")

@@ -28,29 +28,96 @@ import sys
 
 import pytest
 
-from .. import InitializeError, initialize
+from .. import Info, InitializeError, initialize
 from ..base import log
 from ..base.ending import end_job
 from ..integration.phases import phases as _process_phases
 from ..services import phases as _phases
 
-_STARTED = None
+_STARTED = None  # this rank's rank and size: MPI's start (jax_setup.MpiStarted), or initialize()'s Info
+_AFTER_JAX = []  # what the plugin redoes once JAX's part of the start has run (Plugin._report_on_sigterm)
 
 
 def start(config) -> None:
-    """initialize(), once, before conftests and test modules import mpi4py.MPI or jax. A suite
-    that calls mpi_collectives.initialize() itself gets the same Info back; one that calls
+    """MPI's start, once, before conftests and test modules import mpi4py.MPI or jax: the ranks meet
+    and vote from here on. JAX's part (initialize(): jax.distributed joined, the backend, every
+    device's communicator) runs at the suite's first `import jax` (a conftest, a test module, a test),
+    on every rank at that same point, so that a suite that never imports JAX pays MPI's start alone
+    (issue 72: pytest-mpi's own suite, with its 5 s limits, paid 1-10 s for JAX it never used); where
+    JAX is imported already (by another plugin), at once. A suite that calls
+    mpi_collectives.initialize() itself gets the same Info back; one that calls
     jax.distributed.initialize() itself finds it done (the call returns, as the package's cluster
     environment makes it)."""
     global _STARTED
     if _STARTED is not None:
         return
-    _dispatch_in_the_test()
+    from ..base import import_hooks
+    from ..base import settings as _settings
+    from ..base.ending import launch_ends_if_start_up_fails
+    from ..integration import jax_setup
+
     try:
-        _STARTED = initialize()
+        if "jax" in sys.modules:
+            _STARTED = _start_jax()
+            return
+        with launch_ends_if_start_up_fails():
+            _STARTED = jax_setup.start_mpi(_settings.read())
     except InitializeError as e:
         raise pytest.UsageError(str(e)) from None
-    _allow_jax_distributed_again()
+    import_hooks.after_import("jax", _start_jax_at_import, key="mpi_collectives pytest plugin")
+
+
+def rank_size() -> tuple:
+    """This rank's rank and the job's size, from MPI's start (no JAX)."""
+    return _STARTED.rank, _STARTED.size
+
+
+def _start_jax():
+    """JAX's part of the start, on every rank at once."""
+    _dispatch_in_the_test()
+    info = initialize()
+    _after_jax_started()
+    return info
+
+
+_FINISHED = False
+
+
+def _after_jax_started() -> None:
+    """The plugin's own steps once initialize() has run, once: where the suite called initialize()
+    itself before its first `import jax` (a conftest), at the next stage's start, on every rank."""
+    global _FINISHED, _STARTED
+    if _FINISHED:
+        return
+    from ..integration import jax_setup
+    from ..integration.phases import prepare_devices
+
+    info = jax_setup.info()
+    if info is None:
+        return
+    _FINISHED = True
+    _STARTED = info
+    _allow_jax_distributed_again(info)
+    prepare_devices()
+    for redo in _AFTER_JAX:
+        redo()
+
+
+def _start_jax_at_import(module) -> None:
+    """Right after the suite's first `import jax` has run jax's own code. An error here is the same on
+    every rank (the ranks' settings are compared at MPI's start): each rank ends the job with its
+    sentence, since an exception would leave jax half imported. Where the import is initialize()'s own
+    (a conftest that calls it), only the dispatch setting: initialize() goes on, the rest follows."""
+    from ..integration import jax_setup
+
+    if jax_setup.starting_here():
+        _dispatch_in_the_test()
+        return
+    try:
+        _start_jax()
+    except InitializeError as e:
+        end_job(f"the pytest suite's first `import jax` starts JAX over MPI, and it failed: "
+                f"{str(e).removeprefix('mpi-collectives: ')}")
 
 
 def _dispatch_in_the_test() -> None:
@@ -63,7 +130,7 @@ def _dispatch_in_the_test() -> None:
     asynchronous (several devices per process) is waited for at each stage's end (_wait_for_dispatched)."""
     if os.environ.get("JAX_CPU_ENABLE_ASYNC_DISPATCH"):  # the suite's own choice (JAX itself does not read it)
         return
-    import jax  # (initialize() imports it next anyway)
+    import jax  # (imported already, or by initialize() next)
 
     try:
         jax.config.update("jax_cpu_enable_async_dispatch", False)  # before the backend is made
@@ -88,7 +155,7 @@ def _wait_for_dispatched() -> None:
                 pass
 
 
-def _allow_jax_distributed_again() -> None:
+def _allow_jax_distributed_again(info) -> None:
     """A suite written for JAX's own way calls jax.distributed.initialize() in a conftest or a
     fixture; the plugin joined the ranks already, so that call finds the job running, as it would
     have made it. Only calls that ask for this job (no arguments, or this job's own process count
@@ -102,7 +169,7 @@ def _allow_jax_distributed_again() -> None:
     def initialize_once(*args, **kwargs):
         asked_size = kwargs.get("num_processes", args[1] if len(args) > 1 else None)
         asked_id = kwargs.get("process_id", args[2] if len(args) > 2 else None)
-        if asked_size in (None, _STARTED.size) and asked_id in (None, _STARTED.rank):
+        if asked_size in (None, info.size) and asked_id in (None, info.rank):
             log.log("jax.distributed.initialize(): already joined by the pytest plugin", level=1)
             return None
         return original(*args, **kwargs)
@@ -118,7 +185,7 @@ class Plugin:
         start(config)
         self.config = config
         self.rank, self.size = _STARTED.rank, _STARTED.size
-        self.phases = _process_phases()  # the process's phases: mpi_collectives.phase's too
+        self.phases = _process_phases(mpi_only=True)  # the process's phases: mpi_collectives.phase's too
         self.phases.watch(self._stuck)
         self.timeout = float(config.getoption("mpi_timeout") or 0)
         self.report_all = bool(config.getoption("mpi_report_all"))
@@ -136,6 +203,8 @@ class Plugin:
         self._setup_skipped = set()  # the ranks that skipped the current test's setup while others ran it
         self._left_to_others = None  # this rank's skip reason, where it is one of them
         self._report_on_sigterm()
+        if not isinstance(_STARTED, Info):  # JAX's start, later, installs its own: this one again after it
+            _AFTER_JAX.append(self._report_on_sigterm)
 
     # ---- SIGTERM: the report of the tests run so far is kept ----
 
@@ -185,6 +254,31 @@ class Plugin:
             reporter = config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
                 reporter._tw._file = open(os.devnull, "w")  # the report is rank 0's, for every rank
+        self._share_given_basetemp(config)
+
+    def _share_given_basetemp(self, config):
+        """`--basetemp DIR`, which every rank is given alike: pytest empties and makes DIR at its first
+        temporary directory, and ranks that the plugin's start left in step did so at the same moment,
+        one of them failing with FileExistsError (pytest-mpi's own mpi_tmp_path tests, 2 of 10 failed;
+        without the plugin the ranks' skew hid it). Rank 0 makes it, the others use it once it is
+        there; each rank's directories in it are its own (pytest's numbered names)."""
+        factory = getattr(config, "_tmp_path_factory", None)
+        given = getattr(factory, "_given_basetemp", None)
+        if given is None or getattr(factory, "_basetemp", 1) is not None:
+            return  # no --basetemp (each rank gets its own numbered one), or another pytest's factory
+        self.phases.begin("pytest's --basetemp")
+        failure = ""
+        if self.rank == 0:
+            try:
+                factory.getbasetemp()
+            except OSError as e:
+                failure = f"{type(e).__name__}: {e}"
+        vote = self.phases.end(_phases.FAILED if failure else _phases.PASSED, failure)
+        if vote.ranks(_phases.FAILED):
+            raise pytest.UsageError(f"mpi-collectives: rank 0 could not make --basetemp {given}: {vote.texts[0]}")
+        if self.rank != 0:
+            given.mkdir(mode=0o700, parents=True, exist_ok=True)  # (a node that does not share rank 0's disk)
+            factory._basetemp = given.resolve()
 
     @pytest.hookimpl(trylast=True)
     def pytest_report_header(self, config):
@@ -198,6 +292,7 @@ class Plugin:
         """Every rank must run the same tests in the same order: a rank-dependent collection (a
         test module that skips on some ranks at import, a rank-dependent parametrize) would pair
         each rank's tests with another's. Collection errors on one rank stop every rank."""
+        _after_jax_started()
         ids = "\n".join(item.nodeid for item in session.items).encode()
         digest = hashlib.sha1(ids).hexdigest()
         self.phases.begin("collection")
@@ -223,6 +318,7 @@ class Plugin:
     # ---- each stage of a test is a phase ----
 
     def _begin(self, item, when):
+        _after_jax_started()  # where the suite's own initialize() started JAX since
         self.phases.begin(f"{item.nodeid} ({when})" if when != "call" else item.nodeid, self.timeout)
         self._stage = (item, when)
         if self.timeout > 0:

@@ -379,3 +379,73 @@ def test_sigint_to_one_rank_during_a_vote_ends_the_job_with_a_line(tmp_path):
     assert time.monotonic() - start < 15 and proc.returncode != 0, out
     assert "test_sigint_suite.py::test_a_rank0_slow was stopped: rank 1 was interrupted (SIGINT) while the ranks " \
            "voted on test_sigint_suite.py::test_a_rank0_slow" in out, out
+
+
+@once
+def test_a_suite_imports_jax_late_and_pays_for_it_there(tmp_path):
+    """Issue 72 (3b): MPI starts with the plugin, JAX at the suite's first `import jax` (inside test_3
+    here): the tests before it run without JAX in the process, rank 1's failure among them is the
+    test's failure, and every psum after is exact. (What it saves is measured in the bench's
+    pytest-cost figures, not here.)"""
+    folder = suite_dir(tmp_path, "test_lazy_start_suite.py")
+    proc = launch(folder, 2, "test_lazy_start_suite.py", timeout=120)
+    assert proc.returncode == 1, explain(proc)
+    assert outcomes(folder) == {"test_1_no_jax_yet": "passed", "test_2_rank1_fails_before_jax": "failed",
+                                "test_3_jax_starts_in_this_test": "passed", "test_4_psums_after[1.0]": "passed",
+                                "test_4_psums_after[3.0]": "passed"}, explain(proc)
+    assert "rank 1's own failure, before JAX started" in proc.stdout, explain(proc)
+    one_report(proc)
+
+
+@once
+def test_a_failed_jax_start_at_the_first_import_ends_the_job_with_a_sentence(tmp_path):
+    """Bad input met at the late start: the ranks ask for different numbers of CPU devices (an
+    environment that differs between the launcher's programs). Each rank says why and the job ends,
+    rather than a half-imported jax failing every test after."""
+    folder = suite_dir(tmp_path, "test_lazy_start_suite.py")
+    args = pytest_args(folder, "test_lazy_start_suite.py")
+    environment = {"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None, "JAX_NUM_CPU_DEVICES": None}
+    proc = run([mpiexec_path(), "-n", "1", "-env", "JAX_NUM_CPU_DEVICES", "1", *args, ":",
+                "-n", "1", "-env", "JAX_NUM_CPU_DEVICES", "2", *args], env=environment, timeout=120, cwd=str(folder))
+    assert proc.returncode != 0, explain(proc)
+    text = proc.stdout + proc.stderr
+    assert "the pytest suite's first `import jax` starts JAX over MPI, and it failed: the ranks ask JAX for " \
+           "different numbers of CPU devices per process (rank 0: 1, rank 1: 2)" in text, explain(proc)
+
+
+@once
+def test_jax_imported_on_one_rank_alone_ends_the_job_with_a_line(tmp_path):
+    """The late start's limit (docs/testing.md): JAX's start is collective, so a rank that imports jax
+    where the others do not waits in it; the job ends with the stuck line (12 s here), not a hang."""
+    folder = suite_dir(tmp_path, "test_jax_on_one_rank_suite.py")
+    proc = launch(folder, 2, "test_jax_on_one_rank_suite.py", timeout=90)
+    assert proc.returncode != 0, explain(proc)
+    assert "test_jax_on_one_rank_suite.py::test_a_jax_on_rank_0_alone cannot finish: rank 0 waits" in proc.stderr, \
+        explain(proc)
+    assert "which rank 1 has left" in proc.stderr, explain(proc)
+
+
+@once
+def test_pytest_mpis_own_suite_gives_its_outcomes_with_the_package_installed(tmp_path):
+    """Issue 72: pytest-mpi's own test suite (its sdist's tests/, the version installed), which runs
+    `mpirun -n 2 python -mpytest` inside pytester with 5 s limits and never imports JAX: 10 passed
+    without the package. With it, 4 failed (JAX's whole start in each launch, --only-mpi), then 2
+    (the ranks, started in step, both emptying one --basetemp). pytester drops PYTEST_ADDOPTS, so
+    the plugin is on in every inner launch."""
+    import importlib.metadata
+    import tarfile
+
+    version = importlib.metadata.version("pytest-mpi")
+    got = run([PY, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", f"pytest-mpi=={version}",
+               "-d", str(tmp_path)], timeout=120)
+    assert got.returncode == 0, "pip could not fetch pytest-mpi's sdist (its tests):\n" + explain(got)
+    sdist = next(tmp_path.glob("pytest[-_]mpi-*.tar.gz"))
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path, filter="data") if hasattr(tarfile, "data_filter") else archive.extractall(tmp_path)
+    source = next(p for p in tmp_path.iterdir() if p.is_dir() and (p / "tests" / "conftest.py").exists())
+    bin_dir = os.path.dirname(PY)  # its conftest launches `mpirun` from PATH: the venv's MPI
+    proc = run([PY, "-m", "pytest", "-p", "pytester", "--runpytest=subprocess", "-p", "no:cacheprovider", "-q",
+                "tests"], env={"PATH": f"{bin_dir}:{os.environ['PATH']}", "MPITRAMPOLINE_LIB": None,
+                               "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}, timeout=300, cwd=str(source))
+    assert proc.returncode == 0 and re.search(r"\b10 passed\b", proc.stdout), explain(proc)
+    assert "failed" not in proc.stdout.splitlines()[-1], explain(proc)

@@ -2,12 +2,14 @@
 
     python -m mpi_collectives.tools.bench.pytest_cost [--ranks 2] [--tests 300] [--rounds 3] [--out FILE]
 
-Two suites of `--tests` tests each, under mpiexec: one of empty tests, one whose every test runs a
-scalar psum over every device (a jitted function made once). Each runs with the plugin and with
-`-p no:mpi_collectives` (a conftest then calls mpi_collectives.initialize() itself), the launches
+Three suites of `--tests` tests each, under mpiexec: one of empty tests, one whose every test runs a
+scalar psum over every device (a jitted function made once), both with a conftest that calls
+mpi_collectives.initialize(); and one that never imports JAX (no such conftest: pytest-mpi's own
+kind of suite). Each runs with the plugin and with `-p no:mpi_collectives`, the launches
 interleaved round by round. The cost a test is the difference of the test loops' times (pytest's
 runtestloop, timed on rank 0) divided by the tests; the launch's wall time shows that the suite
-starts MPI and JAX once, not once a test. Medians over the rounds, with each round's numbers.
+starts MPI and JAX once, not once a test, and, for the suite without JAX, what the plugin's start
+adds to a launch (issue 72's bound: 0.5 s). Medians over the rounds, with each round's numbers.
 """
 import argparse
 import json
@@ -34,6 +36,26 @@ def pytest_runtestloop(session):
     if INFO.rank == 0:
         with open(os.environ["PYTEST_COST_OUT"], "w") as f:
             json.dump({"loop_s": time.perf_counter() - start, "tests": len(session.items)}, f)
+'''
+
+# The suite without JAX: the loop timed as above, rank 0 found from the launcher's variables (importing
+# the package here would add its import to the launch without the plugin too).
+NO_JAX_CONFTEST = '''
+import json, os, time
+import pytest
+
+RANK = next((os.environ[k] for k in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")
+             if os.environ.get(k)), "0")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtestloop(session):
+    start = time.perf_counter()
+    yield
+    if RANK == "0":
+        with open(os.environ["PYTEST_COST_OUT"], "w") as f:
+            json.dump({"loop_s": time.perf_counter() - start, "tests": len(session.items),
+                       "jax_imported": "jax" in __import__("sys").modules}, f)
 '''
 
 EMPTY = '''
@@ -68,6 +90,7 @@ def test_psum(i):
 
 
 def _launch(folder, suite, plugin, ranks, mpiexec, timeout):
+    folder = os.path.dirname(suite)
     out = os.path.join(folder, "loop.json")
     if os.path.exists(out):
         os.remove(out)
@@ -92,9 +115,15 @@ def measure(ranks: int, tests: int, rounds: int, mpiexec: str, timeout: int) -> 
             f.write("[pytest]\n")
         with open(os.path.join(folder, "conftest.py"), "w") as f:
             f.write(CONFTEST)
+        no_jax = os.path.join(folder, "no_jax")
+        os.mkdir(no_jax)
+        with open(os.path.join(no_jax, "pytest.ini"), "w") as f:
+            f.write("[pytest]\n")
+        with open(os.path.join(no_jax, "conftest.py"), "w") as f:
+            f.write(NO_JAX_CONFTEST)
         suites = {}
-        for name, text in (("empty", EMPTY), ("psum", PSUM)):
-            path = os.path.join(folder, f"test_{name}.py")
+        for name, text, where in (("empty", EMPTY, folder), ("psum", PSUM, folder), ("no JAX", EMPTY, no_jax)):
+            path = os.path.join(where, f"test_{name.replace(' ', '_')}.py")
             with open(path, "w") as f:
                 f.write(text.replace("{tests}", str(tests)))
             suites[name] = path
@@ -112,7 +141,9 @@ def measure(ranks: int, tests: int, rounds: int, mpiexec: str, timeout: int) -> 
             "loop_s_with": statistics.median(r["loop_s"] for r in on),
             "loop_s_without": statistics.median(r["loop_s"] for r in off),
             "wall_s_with": statistics.median(r["wall_s"] for r in on),
-            "wall_s_without": statistics.median(r["wall_s"] for r in off)}
+            "wall_s_without": statistics.median(r["wall_s"] for r in off),
+            "launch_s_added": statistics.median(a["wall_s"] - b["wall_s"] for a, b in zip(on, off)),
+            "jax_imported_with": any(r.get("jax_imported", True) for r in on)}
     return result
 
 
@@ -120,12 +151,16 @@ def table(result: dict, where: str) -> str:
     lines = [f"The pytest plugin's cost a test: {result['ranks']} ranks, {result['tests']} tests a suite, "
              f"median of {result['rounds']} interleaved rounds{', ' + where if where else ''}",
              "", "| suite | test loop with the plugin | without | cost a test (target <= 5 ms) | each round | "
-             "launch with | without |", "|---|---|---|---|---|---|---|"]
+             "launch with | without | launch added |", "|---|---|---|---|---|---|---|---|"]
     for name, s in result["suites"].items():
         rounds = ", ".join(f"{v:.2f}" for v in s["rounds_ms_per_test"])
         lines.append(f"| {name} | {s['loop_s_with']:.2f} s | {s['loop_s_without']:.2f} s | "
                      f"{s['plugin_ms_per_test']:.2f} ms | {rounds} | {s['wall_s_with']:.1f} s | "
-                     f"{s['wall_s_without']:.1f} s |")
+                     f"{s['wall_s_without']:.1f} s | {s['launch_s_added']:.2f} s |")
+    if "no JAX" in result["suites"]:
+        s = result["suites"]["no JAX"]
+        lines += ["", f"The suite without JAX: the plugin added {s['launch_s_added']:.2f} s to its launch (bound: 0.5 s); "
+                      f"JAX {'was' if s['jax_imported_with'] else 'was not'} imported in it with the plugin."]
     return "\n".join(lines)
 
 
