@@ -82,7 +82,9 @@ def test_the_plain_way_netket_shows_gives_the_same_energies(tmp_path, one_proces
     assert energies(out) == one_process, explain(proc)
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "adam-schedule"])
+# Adam under a schedule alone: SGD's run took the same path with no optimizer state to save, so every
+# check it made is one of this run's, and it cost 60 s of CI's 75 minutes (docs/contributing.md).
+@pytest.mark.parametrize("optimizer", ["adam-schedule"])
 def test_the_example_saves_on_sigterm_and_resumes_at_its_iteration(tmp_path, optimizer):
     """--checkpoint: SIGTERM to the launcher mid-run, every rank stops at one iteration, rank 0 saves
     and the job ends 0; started again it resumes there, and its energies are those of a run that went
@@ -116,8 +118,6 @@ def test_the_example_saves_on_sigterm_and_resumes_at_its_iteration(tmp_path, opt
         want = json.load(f)["energies"]
     with open(resumed) as f:  # the whole run's: the iterations before the stop came back with the checkpoint
         assert json.load(f)["energies"] == want, explain(proc)
-    if optimizer == "sgd":
-        return
     # A file of the recipe before (the iteration and the variational state, no optimizer's state) resumes
     # with a fresh optimizer, and says so in one line.
     import flax.serialization
