@@ -10,7 +10,8 @@
 # orbax-checkpoint comes as wheels (about 10 s); mpi4jax builds from source against the venv's MPI
 # (the mpich wheel's mpicc, through mpi4py; about 50 s of CPU on 2 cores). CUDA_ROOT points at an
 # empty folder, or mpi4jax's build looks for CUDA and builds its GPU part. jax and jaxlib are held
-# at the venv's versions, so that neither install moves them.
+# at the venv's versions, so that neither install moves them. wheel: `pip download` of mpi4jax's
+# sdist without build isolation (its own tests: tests/jax_over_mpi/test_peer_suites.py) needs it.
 set -euo pipefail
 venv=$(cd "$1" && pwd)  # absolute: the builds run in folders of their own
 jax=$("$venv/bin/python" -c "import jax; print(jax.__version__)")
@@ -19,7 +20,7 @@ empty=$(mktemp -d)
 trap 'rm -rf "$empty"' EXIT
 log=$(mktemp)
 if ! PATH="$venv/bin:$PATH" CUDA_ROOT=$empty MPICC="$venv/bin/mpicc" "$venv/bin/python" -m pip \
-    --disable-pip-version-check -q install "orbax-checkpoint==0.12.8" "mpi4jax==0.9.1.post2" \
+    --disable-pip-version-check -q install "orbax-checkpoint==0.12.8" "mpi4jax==0.9.1.post2" wheel \
     "flax==0.12.8" "optax==0.2.8" "netket==3.23.0" \
     "jax==$jax" "jaxlib==$jaxlib" > "$log" 2>&1; then
   grep -v '^WARNING: Location' "$log" >&2; rm -f "$log"

@@ -424,28 +424,3 @@ def test_jax_imported_on_one_rank_alone_ends_the_job_with_a_line(tmp_path):
         explain(proc)
     assert "which rank 1 has left" in proc.stderr, explain(proc)
 
-
-@once
-def test_pytest_mpis_own_suite_gives_its_outcomes_with_the_package_installed(tmp_path):
-    """Issue 72: pytest-mpi's own test suite (its sdist's tests/, the version installed), which runs
-    `mpirun -n 2 python -mpytest` inside pytester with 5 s limits and never imports JAX: 10 passed
-    without the package. With it, 4 failed (JAX's whole start in each launch, --only-mpi), then 2
-    (the ranks, started in step, both emptying one --basetemp). pytester drops PYTEST_ADDOPTS, so
-    the plugin is on in every inner launch."""
-    import importlib.metadata
-    import tarfile
-
-    version = importlib.metadata.version("pytest-mpi")
-    got = run([PY, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", f"pytest-mpi=={version}",
-               "-d", str(tmp_path)], timeout=120)
-    assert got.returncode == 0, "pip could not fetch pytest-mpi's sdist (its tests):\n" + explain(got)
-    sdist = next(tmp_path.glob("pytest[-_]mpi-*.tar.gz"))
-    with tarfile.open(sdist) as archive:
-        archive.extractall(tmp_path, filter="data") if hasattr(tarfile, "data_filter") else archive.extractall(tmp_path)
-    source = next(p for p in tmp_path.iterdir() if p.is_dir() and (p / "tests" / "conftest.py").exists())
-    bin_dir = os.path.dirname(PY)  # its conftest launches `mpirun` from PATH: the venv's MPI
-    proc = run([PY, "-m", "pytest", "-p", "pytester", "--runpytest=subprocess", "-p", "no:cacheprovider", "-q",
-                "tests"], env={"PATH": f"{bin_dir}:{os.environ['PATH']}", "MPITRAMPOLINE_LIB": None,
-                               "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}, timeout=300, cwd=str(source))
-    assert proc.returncode == 0 and re.search(r"\b10 passed\b", proc.stdout), explain(proc)
-    assert "failed" not in proc.stdout.splitlines()[-1], explain(proc)
