@@ -54,20 +54,39 @@ def pytest_addoption(parser):
                     help="every rank prints its report (default: rank 0 alone, with every rank's failures)")
 
 
-def _refuse_xdist(early_config) -> None:
+def _asked_on_the_command_line(args) -> bool:
+    """Did the command line itself (not an ini's addopts, not PYTEST_ADDOPTS) ask for xdist's workers?"""
+    return any(a in ("-n", "--numprocesses", "--tx") or a.startswith(("--numprocesses=", "--tx=")) or
+               (a.startswith("-n") and not a.startswith("--")) for a in args)
+
+
+def _refuse_xdist(early_config, args) -> None:
     """pytest-xdist's -n (or --tx) under a launcher: each rank would start worker processes that are not
     ranks of the job, and every worker inherits its rank's launcher variables: MPICH's workers died
-    with "PMI_Init failed" (issue 72). One sentence on every rank instead, before MPI starts."""
+    with "PMI_Init failed" (issue 72). Asked on the command line: one sentence on every rank, before MPI
+    starts. From a suite's own settings (NetKet's ini holds `addopts = -n auto`): turned off, `-n 0`
+    added to the arguments pytest parses next, and rank 0 says so in one line; under a launcher every
+    rank is already a process, and the suite's authors meant -n for a run without one."""
     options = early_config.known_args_namespace
     workers = getattr(options, "numprocesses", None)
-    if workers not in (None, 0, "0") or getattr(options, "tx", None):
-        raise pytest.UsageError(
-            f"mpi-collectives: pytest-xdist's {f'-n {workers}' if workers not in (None, 0, '0') else '--tx'} "
-            "starts worker processes that are not ranks of this MPI job (they inherit its launcher's variables "
-            "and fail). "
-            f"Under the launcher every rank is already a process ({launched_size()} of them). Fix: add -n 0 (or "
-            "-p no:xdist) under the launcher, as for a suite whose addopts hold -n auto (NetKet's), or use -n "
-            "without a launcher")
+    if workers in (None, 0, "0") and not getattr(options, "tx", None):
+        return
+    asked = f"-n {workers}" if workers not in (None, 0, "0") else "--tx"
+    if not _asked_on_the_command_line(early_config.invocation_params.args):
+        args.extend(["-n", "0"])  # argparse keeps the last value
+        options.numprocesses = 0
+        from mpi_collectives.base import launchers, log
+
+        if launchers.launcher_rank_size()[0] == 0:
+            log.line(f"mpi-collectives: note: the suite's settings ask pytest-xdist for {asked} (addopts); under the "
+                     f"launcher every rank is already a process of the job, so it runs as -n 0")
+        return
+    raise pytest.UsageError(
+        f"mpi-collectives: pytest-xdist's {asked} "
+        "starts worker processes that are not ranks of this MPI job (they inherit its launcher's variables "
+        "and fail). "
+        f"Under the launcher every rank is already a process ({launched_size()} of them). Fix: add -n 0 (or "
+        "-p no:xdist) under the launcher, or use -n without a launcher")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -75,7 +94,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
     """MPI starts here, before any conftest.py or test module imports mpi4py.MPI or jax (JAX's part
     follows at the suite's first `import jax`: mpi_collectives.testing.pytest_plugin.start)."""
     if _ACTIVE:
-        _refuse_xdist(early_config)
+        _refuse_xdist(early_config, args)
         from mpi_collectives.testing import pytest_plugin
 
         pytest_plugin.start(early_config)

@@ -335,6 +335,22 @@ def test_xdist_under_a_launcher_is_refused_with_a_sentence_on_every_rank(tmp_pat
 
 
 @once
+def test_xdist_from_the_suites_own_addopts_is_turned_off_with_a_line(tmp_path):
+    """NetKet's ini holds `addopts = -n auto`: under the launcher it was refused, and NetKet's suite
+    needed `-n 0` on the command line. A -n from the suite's settings, not the command line, is now
+    turned off, rank 0 saying so once, and the suite runs."""
+    pytest.importorskip("xdist")
+    folder = suite_dir(tmp_path, "test_lazy_start_suite.py")
+    (folder / "pytest.ini").write_text("[pytest]\naddopts = -n auto\n")
+    proc = launch(folder, 2, "test_lazy_start_suite.py", timeout=120)
+    assert proc.returncode == 1 and outcomes(folder)["test_3_jax_starts_in_this_test"] == "passed", explain(proc)
+    assert len(outcomes(folder)) == 5, explain(proc)
+    assert (proc.stdout + proc.stderr).count("the suite's settings ask pytest-xdist for -n auto (addopts); under the "
+                                             "launcher every rank is already a process of the job, so it runs as "
+                                             "-n 0") == 1, explain(proc)
+
+
+@once
 def test_a_test_for_rank_0_alone_runs_there_and_reports_its_outcome(tmp_path):
     """Issue 72: `skipif(rank > 0)` (mpi4py's and pytest-mpi's way of a rank-0 test) skipped the test on
     every rank, rank 0 included: it never ran. Now it runs where it was set up, and the ranks that
