@@ -45,6 +45,11 @@ def phases(mpi_only: bool = False) -> _phases.Phases:
     return _PHASES
 
 
+def current() -> "_phases.Phases | None":
+    """The process's phases if they have started, without starting them."""
+    return _PHASES
+
+
 def prepare_devices() -> None:
     """Made on every rank at once, once, where initialize() has run: what no phase can give up a wait
     in. JAX's backend (its start exchanges the devices across processes through jax.distributed) and

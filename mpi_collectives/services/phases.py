@@ -68,6 +68,7 @@ class Phases:
         self.comm = mpi.phases_start()  # collective: every rank at once
         self.number = 0
         self.name = ""
+        self.inside = ""  # what this rank's main thread is inside, said with its stuck line (the pytest plugin's JAX start)
         self._watch = None
         self._stuck_line = None
         self._voting = False
@@ -241,6 +242,8 @@ class Phases:
                     with self._taking:
                         how = self._how_ended(ended, tag)
                     line = f"{where.rsplit(' while ', 1)[0]} while {how} ({self.name}), for {now - since:.0f} s"
+                if self.inside and not received:
+                    line += f"; rank {self.rank} is inside {self.inside}"
                 with self._lock:
                     self._stuck_line = line
                 if self.rank == 0:

@@ -73,10 +73,20 @@ def rank_size() -> tuple:
 
 
 def _start_jax():
-    """JAX's part of the start, on every rank at once."""
-    _dispatch_in_the_test()
-    info = initialize()
-    _after_jax_started()
+    """JAX's part of the start, on every rank at once. A rank that comes here alone (jax imported where
+    the other ranks do not) waits for them: its stuck line says where it is."""
+    from ..integration.phases import current
+
+    phases = current()
+    if phases is not None:
+        phases.inside = "JAX's start at the suite's first `import jax`, which every rank must reach"
+    try:
+        _dispatch_in_the_test()
+        info = initialize()
+        _after_jax_started()
+    finally:
+        if phases is not None:
+            phases.inside = ""
     return info
 
 

@@ -439,4 +439,6 @@ def test_jax_imported_on_one_rank_alone_ends_the_job_with_a_line(tmp_path):
     assert "test_jax_on_one_rank_suite.py::test_a_jax_on_rank_0_alone cannot finish: rank 0 waits" in proc.stderr, \
         explain(proc)
     assert "which rank 1 has left" in proc.stderr, explain(proc)
+    assert "rank 0 is inside JAX's start at the suite's first `import jax`, which every rank must reach" in \
+        proc.stderr, explain(proc)
 
