@@ -36,7 +36,8 @@ for config in $configs; do
     standard) wheel=mpich; export MPI_COLLECTIVES_ABI=standard; family=standard
               # MPICH's library and launcher under the MPI-5 ABI: what the ABI changes (the wrapper's
               # handles and constants, every collective and transfer, what the watchers read over MPI,
-              # the host helpers, the bench's C loop, the ranks' comparison); the launcher's and
+              # the host helpers, the bench's tables, the ranks' comparison; its smoke run is mpich's:
+              # test_bench.py says why); the launcher's and
               # Python's parts (tests/cluster, the rest of tests/package, tests/docs) are the mpich
               # configuration's, with the same launcher and library.
               tests=(native jax_over_mpi package/test_host_and_cli.py package/test_bench.py

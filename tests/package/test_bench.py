@@ -42,6 +42,10 @@ def test_bench_smoke(tmp_path):
     if TEST_CONFIG == "impi":
         pytest.skip("Intel MPI has MPICH's ABI: the C loop's handles and statuses are those the mpich "
                     "configuration runs, and the other paths are JAX's and mpi4py's (CI time)")
+    if TEST_CONFIG == "standard":
+        pytest.skip("the standard ABI's library is MPICH's, whose paths the mpich configuration runs; the C "
+                    "loop reaches it through the wrapper's exports, which tests/native runs in this "
+                    "configuration, and it has no mpi4py or direct C path (CI time: 79 s on 2026-11-29)")
     name = EXPECTED_FAMILY
     out, png = tmp_path / f"{name}.json", tmp_path / f"{name}.png"
     env = {"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}
