@@ -37,7 +37,7 @@ import pytest
 
 from cluster_harness import SUBNET, Cluster, why_not_here
 from helpers import (EXPECTED_FAMILY, HERE, MPI_SUITES, PROGRAMS, ROOT, check_every_rank_passed, explain,
-                     preempt_after_first_save, preempted_step, run)
+                     preempt_after_first_save, preempted_step)
 from mpi_collectives.services import liveness
 from mpi_collectives.tools import launching
 from readme_blocks import blocks as readme_blocks

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from helpers import (ONCE, PROGRAMS, ROOT, explain, mpiexec_path, mpirun, preempt_after_first_save,
-                     preempted_step, run)
+                     preempted_step)
 from mpi_collectives.tools import launching
 
 EXAMPLE = os.path.join(ROOT, "examples", "checkpoint_orbax.py")

@@ -2,7 +2,6 @@
 does, says in one sentence when the ranks must share them, and leaves the user's choice alone.
 Tested without a GPU: the decision from local rank, GPU count and settings, and that the choice
 reaches jax.distributed.initialize."""
-import os
 import sys
 
 import pytest
