@@ -6,13 +6,14 @@ tests, and CI reaches package indexes only (docs/testing.md has their figures, r
 import importlib.metadata
 import os
 import re
+import sys
 import tarfile
 
 import pytest
 
 from helpers import ONCE, explain, mpiexec_path, run
 
-PY = __import__("sys").executable
+PY = sys.executable
 pytestmark = pytest.mark.skipif(not ONCE, reason="once (the mpich configuration): the plugin's Python side")
 NO_PACKAGE_ENV = {"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}
 

@@ -89,8 +89,8 @@ def test_psum(i):
 '''
 
 
-def _launch(folder, suite, plugin, ranks, mpiexec, timeout):
-    folder = os.path.dirname(suite)
+def _launch(suite, plugin, ranks, mpiexec, timeout):
+    folder = os.path.dirname(suite)  # each suite's folder holds its own ini and conftest
     out = os.path.join(folder, "loop.json")
     if os.path.exists(out):
         os.remove(out)
@@ -131,7 +131,7 @@ def measure(ranks: int, tests: int, rounds: int, mpiexec: str, timeout: int) -> 
         for _ in range(rounds):
             for name, path in suites.items():
                 for plugin in (True, False):
-                    runs[(name, plugin)].append(_launch(folder, path, plugin, ranks, mpiexec, timeout))
+                    runs[(name, plugin)].append(_launch(path, plugin, ranks, mpiexec, timeout))
     result = {"ranks": ranks, "tests": tests, "rounds": rounds, "suites": {}}
     for name in suites:
         on, off = runs[(name, True)], runs[(name, False)]
