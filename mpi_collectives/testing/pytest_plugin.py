@@ -25,6 +25,7 @@ import hashlib
 import os
 import signal
 import sys
+import threading
 
 import pytest
 
@@ -34,6 +35,7 @@ from ..base.ending import end_job
 from ..integration.phases import phases as _process_phases
 from ..services import phases as _phases
 
+_HOOK_KEY = "mpi_collectives pytest plugin"
 _STARTED = None  # this rank's rank and size: MPI's start (jax_setup.MpiStarted), or initialize()'s Info
 _AFTER_JAX = []  # what the plugin redoes once JAX's part of the start has run (Plugin._report_on_sigterm)
 
@@ -64,7 +66,7 @@ def start(config) -> None:
             _STARTED = jax_setup.start_mpi(_settings.read())
     except InitializeError as e:
         raise pytest.UsageError(str(e)) from None
-    import_hooks.after_import("jax", _start_jax_at_import, key="mpi_collectives pytest plugin")
+    import_hooks.after_import("jax", _start_jax_at_import, key=_HOOK_KEY)
 
 
 def rank_size() -> tuple:
@@ -109,8 +111,37 @@ def _after_jax_started() -> None:
     _STARTED = info
     _allow_jax_distributed_again(info)
     prepare_devices()
+    _redo_after_jax()
+
+
+_REDONE = False
+
+
+def _redo_after_jax() -> None:
+    """The plugin's handlers again, over those JAX's start installed. Python sets a signal handler from
+    the main thread alone: where the suite's first `import jax` ran in a thread of its own (a test's
+    worker; issue 80: it failed with "signal only works in main thread"), at the next stage's start."""
+    global _REDONE
+    if _REDONE or not _FINISHED or threading.current_thread() is not threading.main_thread():
+        return
+    _REDONE = True
     for redo in _AFTER_JAX:
         redo()
+
+
+def _jax_started_where_imported() -> None:
+    """At each stage's start, on the main thread: a `jax` in sys.modules that the plugin's start never
+    saw (imported past every hook: a loader of another kind, a module put in sys.modules by hand) is
+    started now, on every rank at once (every rank is at this stage's start), rather than leave each
+    rank its own one-process JAX, where a global sum is the rank's own value (issue 80)."""
+    from ..base import import_hooks
+    from ..integration import jax_setup
+
+    if _FINISHED or "jax" not in sys.modules or jax_setup.starting_here():
+        return
+    if import_hooks.armed(_HOOK_KEY) and jax_setup.info() is None:
+        _start_jax()
+    _after_jax_started()
 
 
 def _start_jax_at_import(module) -> None:
@@ -328,7 +359,9 @@ class Plugin:
     # ---- each stage of a test is a phase ----
 
     def _begin(self, item, when):
+        _jax_started_where_imported()
         _after_jax_started()  # where the suite's own initialize() started JAX since
+        _redo_after_jax()
         self.phases.begin(f"{item.nodeid} ({when})" if when != "call" else item.nodeid, self.timeout)
         self._stage = (item, when)
         if self.timeout > 0:

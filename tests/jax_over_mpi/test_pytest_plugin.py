@@ -442,3 +442,16 @@ def test_jax_imported_on_one_rank_alone_ends_the_job_with_a_line(tmp_path):
     assert "rank 0 is inside JAX's start at the suite's first `import jax`, which every rank must reach" in \
         proc.stderr, explain(proc)
 
+
+
+@once
+def test_jax_looked_up_then_imported_in_a_thread_starts_over_every_rank(tmp_path):
+    """Issue 80 (the fourth read's B1, B8): `importlib.util.find_spec("jax")` in a conftest, then the
+    suite's first `import jax` in a test's worker thread: JAX runs over MPI on every rank and the global
+    sum is exact. Before, the look-up disarmed the late start (1.0 where 3.0 is right at 2 ranks: each
+    rank its own one-process JAX, no line), and the import in a thread raised ValueError."""
+    folder = suite_dir(tmp_path, "jax_looked_up")
+    proc = launch(folder, 2, "jax_looked_up", timeout=120)
+    assert proc.returncode == 0, explain(proc)
+    assert outcomes(folder) == {"test_a_jax_imported_first_in_a_thread": "passed",
+                                "test_b_jax_runs_over_every_rank": "passed"}, explain(proc)
