@@ -347,6 +347,26 @@ def phases_start() -> int:
     return lib.mpic_phases_comm_handle()
 
 
+def phases_watchdog(rank: int, size: int, hold: float) -> None:
+    """Start the native watchdog of the phases (native/src/services/phases_watchdog.h), once."""
+    _native()[1].mpic_phases_watchdog(rank, size, float(hold))
+
+
+def phases_beat(voting: bool) -> None:
+    """The Python watcher runs (the native watchdog leaves the deciding to it while it beats)."""
+    _native()[1].mpic_phases_beat(1 if voting else 0)
+
+
+def phases_progress(words: str) -> None:
+    """Rank 0: the tests so far, in words, for the native watchdog's line."""
+    _native()[1].mpic_phases_progress(words.encode(errors="replace")[:1000])
+
+
+def stop_asked() -> bool:
+    """Has SIGTERM reached this rank (the package's native handler)?"""
+    return bool(_native()[1].mpic_stop_asked())
+
+
 def phase_tag(phase: int) -> int:
     return _native()[1].mpic_phases_tag(phase)
 

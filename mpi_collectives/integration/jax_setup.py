@@ -232,6 +232,7 @@ class MpiStarted:
     settings: object
     gpu_ids: object
     implementation: str
+    placements: list = None  # where the ranks sit (the layout note, said when JAX starts)
 
 
 _STARTED = None
@@ -337,18 +338,20 @@ def _start_mpi(settings, collectives) -> MpiStarted:
     if node_path:
         mpi.set_node_path(*node_path)
     tunings.append(node_path_line)
-    _layout_note(rank, placements, settings.layout_note)
     gpu_ids, line = gpus.decide(rank, size, settings.local_device_ids, mpi.allgather)
     tunings.append(line)
     tunings = tuple(line for line in tunings if line)
     for line in tunings:
         log(line)
     return MpiStarted(rank=rank, size=size, family=family, level=level, choice=choice, tunings=tunings,
-                      settings=settings, gpu_ids=gpu_ids, implementation=implementation)
+                      settings=settings, gpu_ids=gpu_ids, implementation=implementation, placements=placements)
 
 
 def _start_jax(m: MpiStarted, collectives) -> Started:
     """start_up()'s JAX part, after start_mpi(): JAX's options, the float16 rules, the device count."""
+    # The layout note at JAX's start, not MPI's: the layouts it speaks of are JAX programs', and a pytest
+    # suite that never imports jax (MPI started by the plugin alone) printed it at every launch (issue 80).
+    _layout_note(m.rank, m.placements or [], m.settings.layout_note)
     import jax
     # jax before 0.4.3x reads the option only from its config, not the environment.
     jax.config.update("jax_cpu_collectives_implementation", m.implementation)

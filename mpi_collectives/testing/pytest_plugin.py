@@ -26,6 +26,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import pytest
 
@@ -33,6 +34,7 @@ from .. import Info, InitializeError, initialize
 from ..base import log
 from ..base.ending import end_job
 from ..integration.phases import phases as _process_phases
+from ..services import exit_hooks
 from ..services import phases as _phases
 
 _HOOK_KEY = "mpi_collectives pytest plugin"
@@ -61,12 +63,47 @@ def start(config) -> None:
     try:
         if "jax" in sys.modules:
             _STARTED = _start_jax()
-            return
-        with launch_ends_if_start_up_fails():
-            _STARTED = jax_setup.start_mpi(_settings.read())
+        else:
+            with launch_ends_if_start_up_fails():
+                _STARTED = jax_setup.start_mpi(_settings.read())
     except InitializeError as e:
         raise pytest.UsageError(str(e)) from None
-    import_hooks.after_import("jax", _start_jax_at_import, key=_HOOK_KEY)
+    _begin_the_suites_start(config)
+    if "jax" not in sys.modules:
+        import_hooks.after_import("jax", _start_jax_at_import, key=_HOOK_KEY)
+
+
+# The first phase: the conftests pytest loads before its session starts. Every rank votes on it at the
+# session's start, so that a rank that waits alone in it (a conftest that imports jax on one rank
+# only: JAX's start is collective) is seen by the watchers as any stage's wait is; before, no phase
+# existed yet, and such a job hung with nothing printed (the fourth read's B3).
+_LOADING = "the suite's start (its conftests, before pytest's session)"
+
+
+def _begin_the_suites_start(config) -> None:
+    phases = _process_phases(mpi_only=True)  # collective: every rank here at once
+    phases.hold = _hold(config)
+    phases.watch(lambda line: end_job(f"{phases.name} cannot finish: {line}"))
+    phases.begin(_LOADING)
+    exit_hooks.before_atexit(_leave_at_exit)
+
+
+def _hold(config) -> float:
+    try:
+        return float(config.known_args_namespace.mpi_hold or 10.0)
+    except (AttributeError, TypeError, ValueError):
+        return 10.0
+
+
+def _leave_at_exit() -> None:
+    """A rank whose Python ends without pytest's session end (a conftest's sys.exit, a usage error on one
+    rank, os._exit excepted): its peers are told, at the phase it was in."""
+    from ..integration.phases import current
+
+    phases = current()
+    if phases is not None and not phases.closed:
+        phases.leave(f"rank {phases.rank} left the suite in {phases.name or 'its start'}: its Python exited "
+                     f"before the end of pytest's session")
 
 
 def rank_size() -> tuple:
@@ -228,6 +265,10 @@ class Plugin:
         self.rank, self.size = _STARTED.rank, _STARTED.size
         self.phases = _process_phases(mpi_only=True)  # the process's phases: mpi_collectives.phase's too
         self.phases.watch(self._stuck)
+        self.phases.on_tick = self._sigterm_from_the_watcher
+        self._leaving = ""  # why this rank leaves pytest's loop (pytest.exit, KeyboardInterrupt, INTERNALERROR)
+        self._left_line = ""  # the line this rank sent when it left
+        self._counts = {}  # rank 0: the tests' outcomes so far (the native watchdog's words)
         self.timeout = float(config.getoption("mpi_timeout") or 0)
         self.report_all = bool(config.getoption("mpi_report_all"))
         self.has_pytest_mpi = config.pluginmanager.hasplugin("pytest_mpi")
@@ -295,7 +336,16 @@ class Plugin:
             reporter = config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
                 reporter._tw._file = open(os.devnull, "w")  # the report is rank 0's, for every rank
+        self._vote_or_leave(_LOADING, _phases.PASSED)
         self._share_given_basetemp(config)
+
+    def _vote_or_leave(self, name, outcome, text=""):
+        """A phase that pytest's own code fills (the start, collection): its vote; a peer that left ends
+        the job here with its line."""
+        try:
+            return self.phases.end(outcome, text)
+        except _phases.Stuck as e:
+            self._stuck(str(e), left=isinstance(e, _phases.Left))
 
     def _share_given_basetemp(self, config):
         """`--basetemp DIR`, which every rank is given alike: pytest empties and makes DIR at its first
@@ -314,7 +364,7 @@ class Plugin:
                 factory.getbasetemp()
             except OSError as e:
                 failure = f"{type(e).__name__}: {e}"
-        vote = self.phases.end(_phases.FAILED if failure else _phases.PASSED, failure)
+        vote = self._vote_or_leave("pytest's --basetemp", _phases.FAILED if failure else _phases.PASSED, failure)
         if vote.ranks(_phases.FAILED):
             raise pytest.UsageError(f"mpi-collectives: rank 0 could not make --basetemp {given}: {vote.texts[0]}")
         if self.rank != 0:
@@ -329,6 +379,12 @@ class Plugin:
     # ---- the same tests everywhere ----
 
     @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session):
+        """Collection is a phase: test modules and the folders' conftests are imported in it (one that
+        imports jax on one rank only leaves that rank alone in JAX's collective start)."""
+        self.phases.begin("collection")
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session):
         """Every rank must run the same tests in the same order: a rank-dependent collection (a
         test module that skips on some ranks at import, a rank-dependent parametrize) would pair
@@ -336,9 +392,13 @@ class Plugin:
         _after_jax_started()
         ids = "\n".join(item.nodeid for item in session.items).encode()
         digest = hashlib.sha1(ids).hexdigest()
-        self.phases.begin("collection")
+        if not self.phases.is_open():  # (a pytest that finishes collection without its pytest_collection hook)
+            self.phases.begin("collection")
         failed = bool(session.testsfailed)
-        vote = self.phases.end(_phases.FAILED if failed else _phases.PASSED, f"{digest} {len(session.items)}")
+        vote = self._vote_or_leave("collection", _phases.FAILED if failed else _phases.PASSED,
+                                   f"{digest} {len(session.items)}")
+        if vote is None:
+            return
         bad = vote.ranks(_phases.FAILED)
         if bad:
             if not failed:
@@ -351,6 +411,7 @@ class Plugin:
         seen = {text for text in vote.texts}
         if len(seen) > 1:
             counts = ", ".join(f"rank {r}: {text.split()[1]} tests" for r, text in enumerate(vote.texts))
+            self.phases.close()  # every rank ends here, together: nobody leaves anyone waiting
             pytest.exit(f"mpi-collectives: the ranks collected different tests ({counts}), so each rank would "
                         f"run another test at the same time. Fix: collect the same tests on every rank (no "
                         f"rank-dependent parametrize, collect_ignore or skip at import; give every rank the "
@@ -408,7 +469,9 @@ class Plugin:
         try:
             self._agree(item, report)
         except _phases.Stuck as e:
-            self._stuck(str(e), report=report)
+            self._stuck(str(e), report=report, left=isinstance(e, _phases.Left))
+        if self.rank == 0 and report.when == "teardown":
+            self._note_progress(item, report)
 
     def _agree(self, item, report):
         mine = _phases.FAILED if report.failed else _phases.SKIPPED if report.skipped else _phases.PASSED
@@ -466,28 +529,104 @@ class Plugin:
                 report.longrepr = (path, line, f"{reason} (skipped on rank{'s' if len(skipped) > 1 else ''} "
                                                f"{', '.join(map(str, skipped))})")
 
-    # ---- one exit status ----
+    # ---- one exit status; every way out of pytest's loop ends in a vote or in leave() ----
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        """KeyboardInterrupt (SIGINT to this rank: kill -INT, an IDE's stop, Ctrl-C) or pytest.exit() on
+        this rank: pytest ends its loop without this stage's vote (its runner re-raises both)."""
+        value = excinfo.value
+        if isinstance(value, KeyboardInterrupt):
+            self._leaving = "KeyboardInterrupt (SIGINT)"
+        else:
+            self._leaving = f"pytest.exit({str(getattr(value, 'msg', value))[:200]!r})"
+
+    def pytest_internalerror(self, excrepr, excinfo):
+        last = str(excrepr).strip().splitlines()[-1:] or ["?"]
+        self._leaving = f"INTERNALERROR ({last[0].lstrip('E ').strip()[:200]})"
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        if self.phases.closed:  # every rank ended together (the ranks collected different tests)
+            return
+        if self._leaving or self.phases.is_open():
+            self._leave(self._leaving or f"pytest's session ended with exit status {int(exitstatus)} before the "
+                                         f"stage was voted")
+            return
         try:
             self.phases.begin("end of the session")
             vote = self.phases.end(int(exitstatus))
-            session.exitstatus = max(vote.outcomes)
+            session.exitstatus = max(o for o in vote.outcomes)
+            self.phases.close()
         except _phases.Stuck as e:
-            self._stuck(str(e))
+            self._stuck(str(e), left=isinstance(e, _phases.Left))
+
+    def _leave(self, why):
+        """This rank leaves pytest's loop without voting the stage: every other rank is told (their waits
+        end on it: services/phases.py's invariant). Rank 0 goes on to print its report, and ends the job
+        once it is written (pytest_unconfigure); another rank gives rank 0 10 s to do so, then ends it."""
+        self._left_line = self.phases.leave(f"rank {self.rank} left the suite in {self._stage_name()}: {why}")
+        if not self._left_line or self.rank == 0:
+            return
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+        end_job(f"{self._left_line}; rank 0 did not end the job within 10 s")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config):
+        if self.rank == 0 and self._left_line:
+            end_job(f"{self._left_line}. The report of the tests run so far is above{self._junit_words()}")
+
+    def _note_progress(self, item, report):
+        """Rank 0: the outcomes so far, for the native watchdog's line where this rank's report cannot be
+        written (its main thread holding Python's lock)."""
+        outcome = "failed" if report.failed else "passed"
+        if report.failed or self._counts.get(item.nodeid) is None:
+            self._counts[item.nodeid] = outcome
+        failed = [n for n, o in self._counts.items() if o == "failed"]
+        words = f"{len(self._counts) - len(failed)} passed or skipped, {len(failed)} failed"
+        if failed:
+            words += " (" + ", ".join(failed[-5:]) + ")"
+        try:
+            from ..base import mpi
+
+            mpi.phases_progress(words)
+        except Exception:  # (words only)
+            pass
+
+    def _sigterm_from_the_watcher(self):
+        """SIGTERM while the main thread waits in C (an mpi4py call): its Python handler cannot run until
+        the call returns, and the native handler ended the rank after 5 s without the report (the fourth
+        read: 14 finished tests lost). The watcher thread writes it instead, 1 s after the signal."""
+        from ..base import mpi
+
+        if not mpi.stop_asked():
+            self._stop_seen = None
+            return
+        seen = getattr(self, "_stop_seen", None)
+        if seen is None:
+            self._stop_seen = time.monotonic()
+        elif time.monotonic() - seen > 1.0:
+            self._on_sigterm(signal.SIGTERM, None)
 
     # ---- a wait nothing can give up: end the job, the report kept ----
 
-    def _stuck(self, line, report=None):
+    def _stuck(self, line, report=None, left=False):
         if not self.phases.ending():  # the first caller (main thread or watcher) ends the job
             return
         stage = self._stage_name()
-        if self.rank == 0:
+        if self.rank != 0:
+            # Rank 0 ends the job with its report: it has the same LEFT line, or this rank's stuck line
+            # (the watcher sent it), and hears of it at its next look. 10 s, then this rank ends it.
+            self._wait_for_rank_0(10)
+        else:
             try:
                 self._write_report_so_far(report)
             except Exception as e:  # the job must still end, with its line
                 self._write(f"mpi-collectives: the report could not be written: {type(e).__name__}: {e}")
+        if left:
+            end_job(f"{line}; {stage} cannot finish without it. The report of the tests run so far is above"
+                    f"{self._junit_words()}")
         if _phases.INTERRUPTED in line:
             end_job(f"{stage} was stopped: {line}. The report of the tests run so far is above"
                     f"{self._junit_words()}. (SIGINT to one rank ends the whole job: the others wait for its votes)")
@@ -495,6 +634,12 @@ class Plugin:
                 f"The report of the tests run so far is above{self._junit_words()}. Fix: make every rank reach "
                 f"the same point-to-point transfers and MPI calls (ppermute, all_to_all, mpi4py's and mpi4jax's) "
                 f"in each test, or fail the test on every rank (the test's report names each rank's failure)")
+
+    @staticmethod
+    def _wait_for_rank_0(seconds):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def _stage_name(self) -> str:
         return self.phases.name or "the test"

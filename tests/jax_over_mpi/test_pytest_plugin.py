@@ -455,3 +455,80 @@ def test_jax_looked_up_then_imported_in_a_thread_starts_over_every_rank(tmp_path
     assert proc.returncode == 0, explain(proc)
     assert outcomes(folder) == {"test_a_jax_imported_first_in_a_thread": "passed",
                                 "test_b_jax_runs_over_every_rank": "passed"}, explain(proc)
+
+
+@once
+@pytest.mark.parametrize("how, who", [("exit", 1), ("sigint", 1), ("exit", 0)])
+def test_a_rank_that_leaves_pytests_loop_ends_the_job_with_its_line(tmp_path, how, who):
+    """Issue 80 (the fourth read's B2): pytest.exit() or a KeyboardInterrupt on one rank inside a test.
+    pytest ends that rank's loop without the stage's vote; the others waited for it for ever (it voted on
+    the next phase's tag). Now it says once that it left, and every wait for it ends on that: one line
+    naming the rank, the test and the reason, rank 0's report of the test before. Outside test that
+    would have found it: any suite run with -x or a debugger's stop on one rank."""
+    folder = suite_dir(tmp_path, "test_leave_suite.py")
+    start = time.monotonic()
+    proc = launch(folder, 2, "test_leave_suite.py", env={"LEAVE_HOW": how, "LEAVE_RANK": str(who)}, timeout=60)
+    took = time.monotonic() - start
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and took < 30, (took, explain(proc))
+    reason = "KeyboardInterrupt (SIGINT)" if how == "sigint" else "pytest.exit('this rank is done')"
+    assert f"rank {who} left the suite in test_leave_suite.py::test_b_one_rank_leaves: {reason}" in out, explain(proc)
+    assert outcomes(folder).get("test_a_passes") == "passed", explain(proc)
+    assert "test_c_never_reached" not in outcomes(folder), explain(proc)
+
+
+@once
+@pytest.mark.skipif(EXPECTED_FAMILY == "standard", reason="mpi4py has no standard-ABI build")
+@pytest.mark.parametrize("case", ["first", "attribute"])
+def test_a_rank_in_mpi4py_holding_pythons_lock_or_called_through_an_attribute_is_stuck(tmp_path, case):
+    """Issue 80 (the fourth read's B4, B5): rank 1 fails before mpi4py's first lowercase allreduce, which
+    holds Python's lock on rank 0 (its Python watcher cannot run: the native watchdog ends the job), and
+    `self.comm.bcast(...)` (the receiver an attribute, as mpi4py's own suite calls): both hung silently.
+    Outside test that would have found it: mpi4py's own test suite with a failure injected on one rank."""
+    folder = suite_dir(tmp_path, "test_mpi4py_first_call_suite.py")
+    start = time.monotonic()
+    proc = launch(folder, 2, "test_mpi4py_first_call_suite.py", env={"FIRST_CALL_CASE": case}, timeout=90)
+    took = time.monotonic() - start
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and took < 40, (took, explain(proc))
+    if case == "first":
+        assert "test_mpi4py_first_call_suite.py::test_a_rank1_fails_before_the_first_allreduce cannot finish: rank " \
+               "0 waits in a call that holds Python's lock, while every other rank ended the phase" in out, explain(proc)
+    else:
+        assert re.search(r"test_c_rank1_fails_before_bcast cannot finish: rank 0 waits at "
+                         r"test_mpi4py_first_call_suite.py:\d+ .*an mpi4py or mpi4jax call.* while rank 1 failed it "
+                         r"\(AssertionError: rank 1 fails before its bcast", out), explain(proc)
+        assert outcomes(folder) == {"test_a_rank1_fails_before_the_first_allreduce": "passed",
+                                    "test_b_warm": "passed"}, explain(proc)
+
+
+@once
+@pytest.mark.skipif(EXPECTED_FAMILY == "standard", reason="mpi4py has no standard-ABI build")
+def test_a_rank_waiting_for_a_peer_that_has_not_voted_is_not_stuck(tmp_path):
+    """Issue 80 (the fourth read's B6): 3 ranks, rank 0 in comm.recv from rank 2, which computes 14 s
+    (past the hold) while rank 1 votes at once. A correct suite: it passes."""
+    folder = suite_dir(tmp_path, "test_three_ranks_slow_peer_suite.py")
+    proc = launch(folder, 3, "test_three_ranks_slow_peer_suite.py", timeout=120)
+    assert proc.returncode == 0, explain(proc)
+    assert outcomes(folder) == {"test_a_rank0_waits_for_a_slow_rank2": "passed", "test_b_after": "passed"}, \
+        explain(proc)
+
+
+@once
+def test_a_conftest_that_imports_jax_on_one_rank_ends_the_job_with_a_line(tmp_path):
+    """Issue 80 (the fourth read's B3): the rootdir's conftest imports jax on rank 0 alone, before
+    pytest's session and before, any phase: rank 0 waited in JAX's collective start, nothing printed."""
+    folder = suite_dir(tmp_path, "jax_one_rank_conftest")
+    (folder / "pytest.ini").unlink()
+    inner = folder / "jax_one_rank_conftest"
+    (inner / "pytest.ini").write_text("[pytest]\n")
+    environment = {"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}
+    start = time.monotonic()
+    proc = run([mpiexec_path(), "-n", "2", *pytest_args(inner)], env=environment, timeout=90, cwd=str(inner))
+    took = time.monotonic() - start
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and took < 45, (took, explain(proc))
+    assert "the suite's start (its conftests, before pytest's session) cannot finish: rank 0 waits" in out, \
+        explain(proc)
+    assert "rank 0 is inside JAX's start at the suite's first `import jax`, which every rank must reach" in out, \
+        explain(proc)

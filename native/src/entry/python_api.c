@@ -15,8 +15,10 @@
 #include "node.h"
 #include "loader.h"
 #include "phases.h"
+#include "phases_watchdog.h"
 #include "settings.h"
 #include "signature.h"
+#include "stop_signals.h"
 #include "waits.h"
 
 extern int mpic_trampoline_attached_flag;
@@ -112,3 +114,9 @@ MPIABI_EXPORT int mpic_phases_settle(const int *triples, int n, double timeout_s
   return mpic_agreement_settle(triples, n, timeout_s);
 }
 MPIABI_EXPORT int mpic_phases_stuck(char *where, int len) { return mpic_phase_stuck(where, len); }
+MPIABI_EXPORT int mpic_phases_watchdog(int rank, int size, double hold_s) {
+  return mpic_phases_watchdog_start(rank, size, hold_s);
+}
+MPIABI_EXPORT void mpic_phases_beat(int voting) { mpic_phases_watchdog_beat(voting); }
+MPIABI_EXPORT void mpic_phases_progress(const char *words) { mpic_phases_watchdog_progress(words); }
+MPIABI_EXPORT int mpic_stop_asked(void) { return __atomic_load_n(&mpic_stopping, __ATOMIC_SEQ_CST); }

@@ -20,6 +20,7 @@
 #ifndef MPI_COLLECTIVES_PHASES_H
 #define MPI_COLLECTIVES_PHASES_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "check_block.h"
 #include "comm_record.h"
@@ -39,6 +40,9 @@ int mpic_phase_tag(int64_t phase);
  * in it (0: no limit). */
 void mpic_phase_begin(int64_t phase, const char *name, double timeout_s);
 int64_t mpic_phase_now(void);
+/* The phase's deadline (monotonic ns; 0: none) and its name. */
+int64_t mpic_phase_deadline_ns(void);
+void mpic_phase_name(char *out, size_t len);
 
 /* The check's all-reduce of block b on r, given up as above while phases are
  * on. Returns 0 with b reduced, or the phase's error code. */
