@@ -532,3 +532,33 @@ def test_a_conftest_that_imports_jax_on_one_rank_ends_the_job_with_a_line(tmp_pa
         explain(proc)
     assert "rank 0 is inside JAX's start at the suite's first `import jax`, which every rank must reach" in out, \
         explain(proc)
+
+
+@once
+@pytest.mark.skipif(EXPECTED_FAMILY == "standard", reason="mpi4py has no standard-ABI build")
+def test_sigterm_while_rank_0_waits_in_mpi4py_keeps_the_report(tmp_path):
+    """Issue 80 (item 8): SIGTERM while rank 0's main thread waits in comm.recv: its Python handler cannot
+    run there; the watcher thread writes the report of the five tests run and the junit file."""
+    folder = suite_dir(tmp_path, "test_sigterm_in_mpi4py_suite.py")
+    code, text = sigterm_once([mpiexec_path(), "-n", "2",
+                               *pytest_args(folder, "-s", "test_sigterm_in_mpi4py_suite.py")],
+                              lambda got: "".join(got).count("waiting until stopped") == 2,
+                              env={"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None},
+                              cwd=str(folder), timeout=120)
+    assert code != 0, text
+    assert "rank 0/2 stopped by SIGTERM in test_sigterm_in_mpi4py_suite.py::test_rank0_waits_in_recv_until_stopped;" \
+           " the report of the tests run so far is above" in text, text
+    assert "5 passed" in text, text
+    assert outcomes(folder) == {f"test_passes[{i}]": "passed" for i in range(5)}, text
+
+
+@once
+@pytest.mark.skipif(EXPECTED_FAMILY == "standard", reason="mpi4py has no standard-ABI build")
+def test_a_rank_0_test_first_to_use_a_collective_session_fixture_passes(tmp_path):
+    """Issue 80 (the fourth read's B5, a regression of issue 72's rank-0 tests): the skipping ranks set
+    the test's fixtures up with rank 0, so a session fixture's mpi4py collective is joined by all."""
+    folder = suite_dir(tmp_path, "rank0_fixture")
+    proc = launch(folder, 2, "rank0_fixture", timeout=90)
+    assert proc.returncode == 0, explain(proc)
+    assert outcomes(folder) == {"test_a_rank0_writes_a_summary": "passed", "test_b_every_rank": "passed"}, \
+        explain(proc)
