@@ -15,6 +15,7 @@ import contextlib
 
 from ..base.ending import end_job
 from ..base.errors import InitializeError
+from ..services import exit_hooks
 from ..services import phases as _phases
 
 _PHASES = None
@@ -42,7 +43,15 @@ def phases(mpi_only: bool = False) -> _phases.Phases:
         _PHASES = _phases.Phases(started.rank, started.size)
         _PHASES.watch(lambda line: end_job(f"{_PHASES.name} cannot finish: {line}, a wait that cannot be given "
                                            f"up. Fix: make every rank reach the same collectives in each phase"))
+        exit_hooks.before_atexit(_leave_at_exit)
     return _PHASES
+
+
+def _leave_at_exit() -> None:
+    """A program whose Python ends inside a phase (sys.exit there, an exception that ends the main
+    thread) leaves it: its peers are told (services/phases.py's invariant), not left waiting."""
+    if _PHASES is not None and _PHASES.is_open():
+        _PHASES.leave(f"rank {_PHASES.rank} left the program in phase {_PHASES.name!r}: its Python exited there")
 
 
 def current() -> "_phases.Phases | None":

@@ -386,6 +386,10 @@ class Phases:
             self._left_seen = bytes(buffer).rstrip(b"\0").decode(errors="replace")
             return self._left_seen
 
+    def peer_left(self) -> str:
+        """A peer's line saying it left, once a watcher received it; "" before."""
+        return self._left_seen
+
     def _outside_wait(self, now):
         """(line, at once) where this rank's main thread waits outside the package's collectives while
         every other rank ended the phase, or ("", False). The native layer sees its own waits

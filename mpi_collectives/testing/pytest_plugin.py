@@ -325,6 +325,7 @@ class Plugin:
                 self._write_report_so_far(None)
             except Exception as e:
                 self._write(f"mpi-collectives: the report could not be written: {type(e).__name__}: {e}")
+        self.phases.leave(f"rank {self.rank} was stopped by SIGTERM in {stage}")  # a rank killed alone: its peers
         log.line(f"mpi-collectives: rank {self.rank}/{self.size} stopped by SIGTERM in {stage}"
                  + (f"; the report of the tests run so far is above{self._junit_words()}" if self.rank == 0 else ""))
         # This rank said how it ends: its watcher process must not name it killed by SIGKILL or the
@@ -647,6 +648,7 @@ class Plugin:
     def _stuck(self, line, report=None, left=False):
         if not self.phases.ending():  # the first caller (main thread or watcher) ends the job
             return
+        left = left or line == self.phases.peer_left()
         stage = self._stage_name()
         if self.rank != 0:
             # Rank 0 ends the job with its report: it has the same LEFT line, or this rank's stuck line

@@ -458,21 +458,24 @@ def test_jax_looked_up_then_imported_in_a_thread_starts_over_every_rank(tmp_path
 
 
 @once
-@pytest.mark.parametrize("how, who", [("exit", 1), ("sigint", 1), ("exit", 0)])
+@pytest.mark.parametrize("how, who", [("exit", 1), ("sigint", 1), ("exit", 0), ("internal", 1)])
 def test_a_rank_that_leaves_pytests_loop_ends_the_job_with_its_line(tmp_path, how, who):
     """Issue 80 (the fourth read's B2): pytest.exit() or a KeyboardInterrupt on one rank inside a test.
     pytest ends that rank's loop without the stage's vote; the others waited for it for ever (it voted on
     the next phase's tag). Now it says once that it left, and every wait for it ends on that: one line
     naming the rank, the test and the reason, rank 0's report of the test before. Outside test that
     would have found it: any suite run with -x or a debugger's stop on one rank."""
-    folder = suite_dir(tmp_path, "test_leave_suite.py")
+    folder = suite_dir(tmp_path, "leave_suite")
     start = time.monotonic()
-    proc = launch(folder, 2, "test_leave_suite.py", env={"LEAVE_HOW": how, "LEAVE_RANK": str(who)}, timeout=60)
+    proc = launch(folder, 2, "leave_suite", env={"LEAVE_HOW": how, "LEAVE_RANK": str(who)}, timeout=60)
     took = time.monotonic() - start
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and took < 30, (took, explain(proc))
-    reason = "KeyboardInterrupt (SIGINT)" if how == "sigint" else "pytest.exit('this rank is done')"
-    assert f"rank {who} left the suite in test_leave_suite.py::test_b_one_rank_leaves: {reason}" in out, explain(proc)
+    reason = {"sigint": "KeyboardInterrupt (SIGINT)", "exit": "pytest.exit('this rank is done')",
+              "internal": "INTERNALERROR (RuntimeError: a hook's own error on this rank)"}[how]
+    assert f"rank {who} left the suite in leave_suite/test_leave_suite.py::test_b_one_rank_leaves" in out, \
+        explain(proc)
+    assert reason in out, explain(proc)
     assert outcomes(folder).get("test_a_passes") == "passed", explain(proc)
     assert "test_c_never_reached" not in outcomes(folder), explain(proc)
 
@@ -512,6 +515,8 @@ def test_a_rank_waiting_for_a_peer_that_has_not_voted_is_not_stuck(tmp_path):
     assert proc.returncode == 0, explain(proc)
     assert outcomes(folder) == {"test_a_rank0_waits_for_a_slow_rank2": "passed", "test_b_after": "passed"}, \
         explain(proc)
+    # the layout note speaks of JAX programs: a suite that never imports jax is not told it (issue 80)
+    assert "mpi-collectives: note:" not in proc.stdout + proc.stderr, explain(proc)
 
 
 @once
