@@ -67,8 +67,8 @@ WRAPPER_API = """
     int mpic_phases_settle(const int *triples, int n, double timeout_s);
     int mpic_phases_stuck(char *where, int len);
     int mpic_phases_watchdog(int rank, int size, double hold_s);
-    void mpic_phases_beat(int voting);
-    void mpic_phases_progress(const char *words);
+    int mpic_phases_beat(int voting);
+    int mpic_phases_progress(const char *words);
     int mpic_stop_asked(void);
     int mpic_terminal_keep(int fd);
 """

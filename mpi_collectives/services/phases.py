@@ -152,6 +152,12 @@ class Phases:
             self._voting = False
             self._open = False
 
+    def set_hold(self, seconds: float) -> None:
+        """The hold (module docstring), here and in the native watchdog."""
+        if seconds and seconds > 0:
+            self.hold = float(seconds)
+            mpi.phases_watchdog(self.rank, self.size, self.hold)
+
     def is_open(self) -> bool:
         """A phase begun and not voted: leaving now leaves the peers waiting on this rank's vote."""
         return self._open
@@ -317,9 +323,9 @@ class Phases:
         while not self._stop.wait(0.5):
             if self._ending:
                 return
-            if self.on_tick is not None:
-                self.on_tick()
             try:
+                if self.on_tick is not None:
+                    self.on_tick()
                 mpi.phases_beat(self._voting)  # the native watchdog decides while this thread cannot
                 where, at_once = self._where_stuck(time.monotonic())
             except Exception:

@@ -82,7 +82,7 @@ _LOADING = "the suite's start (its conftests, before pytest's session)"
 
 def _begin_the_suites_start(config) -> None:
     phases = _process_phases(mpi_only=True)  # collective: every rank here at once
-    phases.hold = _hold(config)
+    phases.set_hold(_hold(config))
     phases.watch(lambda line: end_job(f"{phases.name} cannot finish: {line}"))
     phases.begin(_LOADING)
     exit_hooks.before_atexit(_leave_at_exit)
@@ -347,10 +347,10 @@ class Plugin:
             reporter = config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
                 reporter._tw._file = open(os.devnull, "w")  # the report is rank 0's, for every rank
-        self._vote_or_leave(_LOADING, _phases.PASSED)
+        self._vote_or_leave(_phases.PASSED)
         self._share_given_basetemp(config)
 
-    def _vote_or_leave(self, name, outcome, text=""):
+    def _vote_or_leave(self, outcome, text=""):
         """A phase that pytest's own code fills (the start, collection): its vote; a peer that left ends
         the job here with its line."""
         try:
@@ -375,7 +375,7 @@ class Plugin:
                 factory.getbasetemp()
             except OSError as e:
                 failure = f"{type(e).__name__}: {e}"
-        vote = self._vote_or_leave("pytest's --basetemp", _phases.FAILED if failure else _phases.PASSED, failure)
+        vote = self._vote_or_leave(_phases.FAILED if failure else _phases.PASSED, failure)
         if vote.ranks(_phases.FAILED):
             raise pytest.UsageError(f"mpi-collectives: rank 0 could not make --basetemp {given}: {vote.texts[0]}")
         if self.rank != 0:
@@ -406,8 +406,7 @@ class Plugin:
         if not self.phases.is_open():  # (a pytest that finishes collection without its pytest_collection hook)
             self.phases.begin("collection")
         failed = bool(session.testsfailed)
-        vote = self._vote_or_leave("collection", _phases.FAILED if failed else _phases.PASSED,
-                                   f"{digest} {len(session.items)}")
+        vote = self._vote_or_leave(_phases.FAILED if failed else _phases.PASSED, f"{digest} {len(session.items)}")
         if vote is None:
             return
         bad = vote.ranks(_phases.FAILED)
@@ -476,7 +475,7 @@ class Plugin:
         except Exception:  # a condition that raises: pytest's own evaluation reports it in the setup
             skip = False
         self.phases.begin(f"{item.nodeid} (its skipif marks)")
-        vote = self._vote_or_leave("skipif", _phases.SKIPPED if skip else _phases.PASSED)
+        vote = self._vote_or_leave(_phases.SKIPPED if skip else _phases.PASSED)
         return bool(skip and vote is not None and len(vote.ranks(_phases.SKIPPED)) < self.size)
 
     def _pytest_mpi_decides(self, item) -> bool:

@@ -490,13 +490,16 @@ def test_a_rank_in_mpi4py_holding_pythons_lock_or_called_through_an_attribute_is
     Outside test that would have found it: mpi4py's own test suite with a failure injected on one rank."""
     folder = suite_dir(tmp_path, "test_mpi4py_first_call_suite.py")
     start = time.monotonic()
-    proc = launch(folder, 2, "test_mpi4py_first_call_suite.py", env={"FIRST_CALL_CASE": case}, timeout=90)
+    proc = launch(folder, 2, "--mpi-hold", "3", "test_mpi4py_first_call_suite.py", env={"FIRST_CALL_CASE": case},
+                  timeout=90)
     took = time.monotonic() - start
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and took < 40, (took, explain(proc))
+    # --mpi-hold 3: the line in both watchers' ways within 12 s (10 s holds: 12.8-14.7 s)
+    assert proc.returncode != 0 and took < 12, (took, explain(proc))
     if case == "first":
         assert "test_mpi4py_first_call_suite.py::test_a_rank1_fails_before_the_first_allreduce cannot finish: rank " \
-               "0 waits in a call that holds Python's lock, while every other rank ended the phase" in out, explain(proc)
+               "0 waits in a call that holds Python's lock, while every other rank ended the phase, for 3 s" in out, \
+            explain(proc)
     else:
         assert re.search(r"test_c_rank1_fails_before_bcast cannot finish: rank 0 waits at "
                          r"test_mpi4py_first_call_suite.py:\d+ .*an mpi4py or mpi4jax call.* while rank 1 failed it "

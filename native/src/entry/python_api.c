@@ -117,6 +117,14 @@ MPIABI_EXPORT int mpic_phases_stuck(char *where, int len) { return mpic_phase_st
 MPIABI_EXPORT int mpic_phases_watchdog(int rank, int size, double hold_s) {
   return mpic_phases_watchdog_start(rank, size, hold_s);
 }
-MPIABI_EXPORT void mpic_phases_beat(int voting) { mpic_phases_watchdog_beat(voting); }
-MPIABI_EXPORT void mpic_phases_progress(const char *words) { mpic_phases_watchdog_progress(words); }
+/* (int, not void: cffi's wrapper of a void function returns Py_None, which a program that loads this
+ * library outside Python, the conformance and sanitizer harnesses, cannot resolve) */
+MPIABI_EXPORT int mpic_phases_beat(int voting) {
+  mpic_phases_watchdog_beat(voting);
+  return 0;
+}
+MPIABI_EXPORT int mpic_phases_progress(const char *words) {
+  mpic_phases_watchdog_progress(words);
+  return 0;
+}
 MPIABI_EXPORT int mpic_stop_asked(void) { return __atomic_load_n(&mpic_stopping, __ATOMIC_SEQ_CST); }

@@ -30,7 +30,7 @@
 
 static int64_t beat_ns = 0;
 static int voting = 0, me = 0, size = 1, started = 0;
-static double hold = 10.0;
+static int64_t hold_ns = 10000000000LL; /* --mpi-hold: set again where the caller learns it later */
 static char progress[1024] = "";
 static pthread_mutex_t words = PTHREAD_MUTEX_INITIALIZER;
 
@@ -116,7 +116,7 @@ static void *run(void *unused) {
       if (r != me && !arrived(r, tag, NULL)) all = 0;
     if (!all) all_since = 0;
     else if (!all_since) all_since = now;
-    if (all_since && (double)(now - all_since) / 1e9 >= hold) {
+    if (all_since && now - all_since >= __atomic_load_n(&hold_ns, __ATOMIC_ACQUIRE)) {
       snprintf(line, sizeof line,
                "rank %d waits in a call that holds Python's lock, while every other rank ended the phase, for "
                "%.0f s",
@@ -135,8 +135,9 @@ static void *run(void *unused) {
 }
 
 int mpic_phases_watchdog_start(int rank, int job_size, double hold_s) {
-  if (__atomic_exchange_n(&started, 1, __ATOMIC_SEQ_CST)) return 0;
-  me = rank, size = job_size, hold = hold_s > 0 ? hold_s : 10.0;
+  __atomic_store_n(&hold_ns, (int64_t)((hold_s > 0 ? hold_s : 10.0) * 1e9), __ATOMIC_RELEASE);
+  if (__atomic_exchange_n(&started, 1, __ATOMIC_SEQ_CST)) return 0; /* (a later call sets the hold alone) */
+  me = rank, size = job_size;
   /* As if the Python watcher had just beaten: a main thread that takes Python's lock before the
    * watcher's first look (a suite whose first test waits in mpi4py's first call) never lets it beat. */
   mpic_phases_watchdog_beat(0);

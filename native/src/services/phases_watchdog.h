@@ -17,7 +17,8 @@ enum { MPIC_PHASE_TEXT_TAG = 30001, MPIC_PHASE_STUCK_TAG = 30002, MPIC_PHASE_LEF
 
 /* Starts the watchdog once (after mpic_phases_start): this rank, the job's
  * size, and the hold: how long every other rank's vote may have arrived while
- * this rank's main thread holds Python's lock before it is stuck. 0 or an error. */
+ * this rank's main thread holds Python's lock before it is stuck. A later
+ * call sets the hold alone. 0 or an error. */
 int mpic_phases_watchdog_start(int rank, int size, double hold_s);
 /* The Python watcher's beat; `voting`: the main thread is in a vote. */
 void mpic_phases_watchdog_beat(int voting);
