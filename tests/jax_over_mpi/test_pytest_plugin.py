@@ -511,10 +511,10 @@ def test_a_rank_in_mpi4py_holding_pythons_lock_or_called_through_an_attribute_is
 @once
 @pytest.mark.skipif(EXPECTED_FAMILY == "standard", reason="mpi4py has no standard-ABI build")
 def test_a_rank_waiting_for_a_peer_that_has_not_voted_is_not_stuck(tmp_path):
-    """Issue 80 (the fourth read's B6): 3 ranks, rank 0 in comm.recv from rank 2, which computes 14 s
-    (past the hold) while rank 1 votes at once. A correct suite: it passes."""
+    """Issue 80 (the fourth read's B6): 3 ranks, rank 0 in comm.recv from rank 2, which computes 7 s
+    (past the hold of 3 s, six holds short of 18) while rank 1 votes at once. A correct suite: it passes."""
     folder = suite_dir(tmp_path, "test_three_ranks_slow_peer_suite.py")
-    proc = launch(folder, 3, "test_three_ranks_slow_peer_suite.py", timeout=120)
+    proc = launch(folder, 3, "--mpi-hold", "3", "test_three_ranks_slow_peer_suite.py", timeout=120)
     assert proc.returncode == 0, explain(proc)
     assert outcomes(folder) == {"test_a_rank0_waits_for_a_slow_rank2": "passed", "test_b_after": "passed"}, \
         explain(proc)
@@ -532,10 +532,11 @@ def test_a_conftest_that_imports_jax_on_one_rank_ends_the_job_with_a_line(tmp_pa
     (inner / "pytest.ini").write_text("[pytest]\n")
     environment = {"MPITRAMPOLINE_LIB": None, "JAX_CPU_COLLECTIVES_IMPLEMENTATION": None}
     start = time.monotonic()
-    proc = run([mpiexec_path(), "-n", "2", *pytest_args(inner)], env=environment, timeout=90, cwd=str(inner))
+    proc = run([mpiexec_path(), "-n", "2", *pytest_args(inner, "--mpi-hold", "3")], env=environment, timeout=90,
+               cwd=str(inner))
     took = time.monotonic() - start
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and took < 45, (took, explain(proc))
+    assert proc.returncode != 0 and took < 30, (took, explain(proc))  # 13.8 s with the default hold of 10 s
     assert "the suite's start (its conftests, before pytest's session) cannot finish: rank 0 waits" in out, \
         explain(proc)
     assert "rank 0 is inside JAX's start at the suite's first `import jax`, which every rank must reach" in out, \
