@@ -32,7 +32,7 @@ int mpic_phases_start(void);
 int mpic_phases_on(void);
 /* The error code a given-up wait returns (its text: MPI_Error_string). */
 int mpic_phase_error_code(void);
-/* The phases' own communicator (for the votes), and the tag of a phase's votes. */
+/* The phases' own communicator (for the votes), and the votes' tag: one for every phase (phases.c says why). */
 MPIABI_Comm mpic_phases_comm(void);
 int mpic_phase_tag(int64_t phase);
 /* This rank enters `phase` (> 0, the same number on every rank for the same
