@@ -21,6 +21,7 @@ What a person who runs `mpiexec -n 4 python -m pytest` expects of pytest:
   rank, with where each rank was.
 - The `mpi` marker's min_size, as pytest-mpi honours it, with or without it.
 """
+import collections
 import hashlib
 import os
 import signal
@@ -268,7 +269,8 @@ class Plugin:
         self.phases.on_tick = self._sigterm_from_the_watcher
         self._leaving = ""  # why this rank leaves pytest's loop (pytest.exit, KeyboardInterrupt, INTERNALERROR)
         self._left_line = ""  # the line this rank sent when it left
-        self._counts = {}  # rank 0: the tests' outcomes so far (the native watchdog's words)
+        self._failed_tests, self._tests_done = set(), 0  # rank 0: the tests so far (the native watchdog's words)
+        self._last_failed = collections.deque(maxlen=5)
         self.timeout = float(config.getoption("mpi_timeout") or 0)
         self.report_all = bool(config.getoption("mpi_report_all"))
         self.has_pytest_mpi = config.pluginmanager.hasplugin("pytest_mpi")
@@ -503,7 +505,7 @@ class Plugin:
             self._agree(item, report)
         except _phases.Stuck as e:
             self._stuck(str(e), report=report, left=isinstance(e, _phases.Left))
-        if self.rank == 0 and report.when == "teardown":
+        if self.rank == 0:
             self._note_progress(item, report)
 
     def _agree(self, item, report):
@@ -611,15 +613,19 @@ class Plugin:
             end_job(f"{self._left_line}. The report of the tests run so far is above{self._junit_words()}")
 
     def _note_progress(self, item, report):
-        """Rank 0: the outcomes so far, for the native watchdog's line where this rank's report cannot be
-        written (its main thread holding Python's lock)."""
-        outcome = "failed" if report.failed else "passed"
-        if report.failed or self._counts.get(item.nodeid) is None:
-            self._counts[item.nodeid] = outcome
-        failed = [n for n, o in self._counts.items() if o == "failed"]
-        words = f"{len(self._counts) - len(failed)} passed or skipped, {len(failed)} failed"
+        """Rank 0, after each stage's agreed outcome: the tests so far, for the native watchdog's line where
+        this rank's report cannot be written (its main thread holding Python's lock). A test counts as
+        failed where any of its stages failed; the words go to the native layer once a test is done."""
+        if report.failed and item.nodeid not in self._failed_tests:
+            self._failed_tests.add(item.nodeid)
+            self._last_failed.append(item.nodeid)
+        if report.when != "teardown":
+            return
+        self._tests_done += 1
+        failed = len(self._failed_tests)
+        words = f"{self._tests_done - failed} passed or skipped, {failed} failed"
         if failed:
-            words += " (" + ", ".join(failed[-5:]) + ")"
+            words += " (" + ", ".join(self._last_failed) + ")"
         try:
             from ..base import mpi
 
@@ -630,7 +636,7 @@ class Plugin:
     def _sigterm_from_the_watcher(self):
         """SIGTERM while the main thread waits in C (an mpi4py call): its Python handler cannot run until
         the call returns, and the native handler ended the rank after 5 s without the report (the fourth
-        read: 14 finished tests lost). The watcher thread writes it instead, 1 s after the signal."""
+        read: 14 finished tests lost). The watcher thread writes it instead, within a second of the signal."""
         from ..base import mpi
 
         if not mpi.stop_asked():
