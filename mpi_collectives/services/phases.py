@@ -202,6 +202,7 @@ class Phases:
         hang). The line goes to rank 0, which ends the job with the report of the tests run so far (in its
         own vote, or its watcher); this rank ends the job itself if that has not happened in 10 s."""
         line = f"rank {self.rank} {INTERRUPTED} {self.name}"
+        line = line.encode(errors="replace")[:LINE_MAX].decode(errors="ignore")  # rank 0's buffer holds 512 bytes
         if self.rank != 0:
             with self._lock:
                 self._stuck_line = line
