@@ -48,6 +48,11 @@
  *               between ranks (the same total): the job stops.
  *   round-early after an agreed call, the last rank skips the next small
  *               all-reduce and calls MPI_Finalize: the job stops, naming it.
+ *   round-final-race
+ *               after an agreed call, the last rank comes 300 ms late to a
+ *               small all-reduce and then
+ *               calls MPI_Finalize: exact, exit 0 (with MPI_COLLECTIVES_TEST_ROUND_PAUSE_MS,
+ *               a test build pauses the rank waiting for it between its loads).
  *   late        after a large all-reduce, the last rank sleeps LATE_S seconds
  *               (the environment's) before MPI_Finalize; the wrapper's wait
  *               there reports after LATE_REPORT_S and ends the job after
@@ -488,6 +493,18 @@ static void round_early(void) {
   }
 }
 
+/* The last rank comes 300 ms late to one small all-reduce, then calls MPI_Finalize at once; the others
+ * wait for it in the round (a test build pauses the first of them between its loads: the fourth read's B6). */
+static void round_final_race(void) {
+  MPIABI_Comm c = split();
+  int ok = round_allreduce(c, 8, 0, 0, 0); /* agreed: the window made */
+  if (rank == size - 1) {
+    struct timespec t = {0, 300 * 1000 * 1000};
+    nanosleep(&t, NULL);
+  }
+  result("round-final-race", round_allreduce(c, 8, 0, 0, 0) && ok, "(two calls, then MPI_Finalize)");
+}
+
 /* Not a test: ROUND_TIME_CALLS all-reduces of ROUND_TIME_DOUBLES doubles (default one), timed ("TIME ns per
  * call"), for profiling the wrapper's own cost of a call (perf record on a rank) and for comparing two builds
  * of it interleaved (the path's 1 and 16 MiB: ROUND_TIME_DOUBLES=131072 and 2097152). */
@@ -675,6 +692,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(s, "round-mismatch")) round_mismatch();
   else if (!strcmp(s, "round-parts")) round_parts();
   else if (!strcmp(s, "round-early")) round_early();
+  else if (!strcmp(s, "round-final-race")) round_final_race();
   else if (!strcmp(s, "round-time")) round_time();
   else if (!strcmp(s, "big")) big();
   else if (!strcmp(s, "sum")) sum();
