@@ -82,8 +82,8 @@ TABLE = {
     "node_path_direct": Setting("MPI_COLLECTIVES_NODE_PATH_DIRECT", 1, True,
                                 "1 (the default): the node path's ranks read each other's buffers in place where "
                                 "the kernel allows it (Linux cross-memory attach, one copy; under Yama's "
-                                "ptrace_scope 1 each rank lets the ranks' launcher and its descendants read it "
-                                "while it reads in place: docs/security.md), agreed by every rank of a window at "
+                                "ptrace_scope 1 a rank its peers could not read lets the ranks' launcher and its "
+                                "descendants read it, for the process's life: docs/security.md), agreed by every rank of a window at "
                                 "its first call that would; 0: every byte goes through the shared window (two "
                                 "copies), and no rank changes who may read it", SWITCH),
     "node_path_round": Setting("MPI_COLLECTIVES_NODE_PATH_ROUND", 65536, True,

@@ -38,7 +38,9 @@
 /* ---- the probe ----
  * Decided at the first call that would read in place (mpic_node_direct_decide), not when the window is
  * made: a window that serves only the one round, or a job whose collectives never reach the path's sizes,
- * never asks the kernel for anything (issue 71: every window set PR_SET_PTRACER_ANY, for good).
+ * never asks the kernel for anything (issue 71: every window set PR_SET_PTRACER_ANY, for good). Where
+ * all-to-all is on the path (not by default), its exchanges are two ranks' calls, so the communicator's
+ * creation, which every member makes, decides it (policy.c's mpic_node_created).
  *
  * Each rank publishes its pid, its PID namespace, a few of its ancestors, and the address of a random word
  * of its own; a peer must read, at that address in that pid, that rank's word, and it must differ from its
@@ -49,7 +51,8 @@
 struct probe {
   int64_t pid;
   uint64_t at, word, pidns;
-  int32_t up[4]; /* the nearest ancestors: the ranks' launcher is the nearest they share */
+  int32_t up[4];  /* the nearest ancestors: the ranks' launcher is the nearest they share */
+  int32_t refused; /* set by a peer whose first read of this rank Yama refused: this rank names a ptracer */
 };
 _Static_assert(MPIC_NODE_PROBE_AT + sizeof(struct probe) <= MPIC_NODE_ROUND_STOP_AT, "the probe fits its line");
 
@@ -112,33 +115,30 @@ static int read_peer(int pid, void *to, uint64_t from, size_t bytes) {
 
 /* ---- who may read this process (Yama's ptrace_scope 1) ----
  * Under ptrace_scope 1 a process reads another only where that one named it (prctl PR_SET_PTRACER): a
- * process, and its descendants. A rank names the nearest ancestor every rank of the window shares (the
- * launcher's proxy on this node: its ranks are its descendants), else any process of the user; only while
- * a window reads in place, taken back with the last one. One ptracer a process: a window that needs
- * another ancestor than the one named widens it to any. MPICH's CMA turns itself off under ptrace_scope 1
- * instead; Open MPI's smsc/cma and UCX name any process (docs/security.md). */
+ * process, and its descendants. Yama keeps one such name a process: a call replaces it, and
+ * PR_SET_PTRACER 0 deletes it; the name in force cannot be read back (there is no PR_GET_PTRACER). The MPI
+ * library may hold it for its own single-copy transfers (Open MPI's smsc/cma and UCX's cma name any process
+ * at MPI_Init; Intel MPI names its launcher), so the rule here is: never take away or narrow what another
+ * part of the process may rely on (the fourth read's B7: taking it back at every window's free turned
+ * Open MPI's own single-copy transfers into copies from then on).
+ *   - A rank names a ptracer only where a peer's first read of it was refused: nothing in force let its
+ *     peers read it (MPICH names nothing; it turns its own cross-memory transfers off instead).
+ *   - It names the nearest ancestor every rank of the window shares (the launcher's proxy on this node: its
+ *     ranks are its descendants), else any process of the user; a later window that needs another
+ *     ancestor widens it to any.
+ *   - It never takes a name back: once named it stays for the process's life (docs/security.md). */
 static pthread_mutex_t ptracer_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long ptracer_named = 0; /* 0: none; PR_SET_PTRACER_ANY; or a pid */
-static int ptracer_users = 0;           /* windows that read in place under it */
+static unsigned long ptracer_named = 0; /* 0: none named here; PR_SET_PTRACER_ANY; or a pid */
 
-static int name_ptracer(unsigned long who) {
+/* 0, or errno of the prctl; *named is what is in force after it. */
+static int name_ptracer(unsigned long who, unsigned long *named) {
   pthread_mutex_lock(&ptracer_lock);
-  if (ptracer_users > 0 && ptracer_named != who) who = PR_SET_PTRACER_ANY;
-  int ok = ptracer_named == who || prctl(PR_SET_PTRACER, who, 0, 0, 0) == 0;
-  if (ok) ptracer_named = who, ptracer_users++;
+  if (ptracer_named && ptracer_named != who) who = PR_SET_PTRACER_ANY; /* widen, never narrow */
+  int err = ptracer_named == who ? 0 : prctl(PR_SET_PTRACER, who, 0, 0, 0) == 0 ? 0 : errno;
+  if (!err) ptracer_named = who;
+  *named = ptracer_named;
   pthread_mutex_unlock(&ptracer_lock);
-  return ok;
-}
-
-static void unname_ptracer(void) {
-  pthread_mutex_lock(&ptracer_lock);
-  if (ptracer_users > 0 && --ptracer_users == 0) {
-    prctl(PR_SET_PTRACER, 0, 0, 0, 0);
-    ptracer_named = 0;
-    mpic_log(2, "rank %d: no window reads in place any longer: this process's ptracer (Yama) taken back",
-             mpic_record_world_rank());
-  }
-  pthread_mutex_unlock(&ptracer_lock);
+  return err;
 }
 
 /* The nearest ancestor in every rank's list (the same answer on every rank: one data), else 0. */
@@ -157,11 +157,18 @@ static int shared_ancestor(const struct mpic_node *n) {
   return 0;
 }
 
+/* The peer q's word read at its address: 0, or errno. */
+static int read_word(const struct mpic_node *n, int q, uint64_t *word) {
+  const struct probe *theirs = (const struct probe *)(n->shares[q] + MPIC_NODE_PROBE_AT);
+  *word = 0;
+  return read_peer((int)theirs->pid, word, theirs->at, sizeof *word);
+}
+
 static int probe(struct mpic_node *n) {
   int mine = mpic_settings.node_path_direct != 0, all = 0, yama = yama_scope(), named = 0;
   n->word = fresh_word(n);
   struct probe *own = (struct probe *)(n->shares[n->rank] + MPIC_NODE_PROBE_AT);
-  *own = (struct probe){getpid(), (uint64_t)(uintptr_t)&n->word, n->word, pid_namespace(), {0, 0, 0, 0}};
+  *own = (struct probe){getpid(), (uint64_t)(uintptr_t)&n->word, n->word, pid_namespace(), {0, 0, 0, 0}, 0};
   for (int i = 0, pid = getpid(); i < 4 && (pid = parent_of(pid)) > 0; i++) own->up[i] = pid;
   mpic_turn_publish(n, mpic_turn_begin(n, -1)); /* stamped: ranks at different calls stop here, named */
   char why[160] = "";
@@ -171,19 +178,35 @@ static int probe(struct mpic_node *n) {
       mine = 0, snprintf(why, sizeof why, ": rank %d is in another PID namespace (a container of its own)",
                          n->world[q]);
   }
-  unsigned long who = 0;
-  if (mine && yama == 1) {
-    int ancestor = shared_ancestor(n);
-    who = ancestor ? (unsigned long)ancestor : PR_SET_PTRACER_ANY;
-    mine = named = name_ptracer(who);
-    if (!named) snprintf(why, sizeof why, ": prctl(PR_SET_PTRACER) failed under Yama's ptrace_scope 1");
+  mpic_turn_sync(n); /* every rank's probe published before any rank reads */
+  /* First as the process stands: what the library named (or Yama's absence) may already allow it. Each
+   * peer that refused this rank is told so in its own probe line. */
+  int errs[n->size];
+  uint64_t words[n->size];
+  for (int q = 0; q < n->size; q++) {
+    words[q] = 0;
+    errs[q] = q == n->rank || !mine ? 0 : read_word(n, q, &words[q]);
+    if (errs[q] == EPERM && yama == 1)
+      __atomic_store_n(&((struct probe *)(n->shares[q] + MPIC_NODE_PROBE_AT))->refused, 1, __ATOMIC_RELAXED);
   }
-  mpic_turn_sync(n); /* every rank's ptracer named before any rank reads */
+  unsigned long who = 0, in_force = 0;
+  if (yama == 1) { /* Yama is the node's: every rank of it takes these two steps, or none */
+    mpic_turn_sync(n); /* every refusal told */
+    if (__atomic_load_n(&own->refused, __ATOMIC_RELAXED)) {
+      int ancestor = shared_ancestor(n);
+      who = ancestor ? (unsigned long)ancestor : PR_SET_PTRACER_ANY;
+      int err = name_ptracer(who, &in_force);
+      named = !err;
+      if (err) snprintf(why, sizeof why, ": prctl(PR_SET_PTRACER) failed under Yama's ptrace_scope 1 (%s)",
+                        strerror(err));
+    }
+    mpic_turn_sync(n); /* every refused rank's ptracer named before the reads again */
+  }
   for (int q = 0; mine && q < n->size; q++) {
     if (q == n->rank) continue;
     const struct probe *theirs = (const struct probe *)(n->shares[q] + MPIC_NODE_PROBE_AT);
-    uint64_t word = 0;
-    int err = read_peer((int)theirs->pid, &word, theirs->at, sizeof word);
+    uint64_t word = words[q];
+    int err = errs[q] == EPERM && yama == 1 ? read_word(n, q, &word) : errs[q];
     mine = !err && word == theirs->word && word != n->word;
     if (err)
       snprintf(why, sizeof why, "%s", err == EPERM ? ": the kernel does not allow it here (EPERM: Yama's "
@@ -199,28 +222,24 @@ static int probe(struct mpic_node *n) {
   int ret = mpic_next_Allreduce(&mine, &all, 1, MPIABI_INT, MPIABI_MIN, n->shm);
   if (ret != 0) mpic_call_failed("MPI_Allreduce (the node path's)", ret);
   if (!all) free(n->tmp), n->tmp = NULL;
-  if (named && !all) unname_ptracer();
-  n->ptracer = named && all;
+  n->ptracer = named;
   if (n->rank == 0 || why[0])
     mpic_log(2, "communicator %d: its ranks on this node %s each other's buffers in place (cross-memory attach)%s%s",
              n->record_id, all ? "read" : "do not read",
              mpic_settings.node_path_direct ? "" : ": MPI_COLLECTIVES_NODE_PATH_DIRECT=0", why);
   if (n->ptracer)
-    mpic_log(2, "rank %d: Yama's ptrace_scope 1: %s may read this process's memory while the node path reads in "
-                "place (MPI_COLLECTIVES_NODE_PATH_DIRECT=0 leaves it unchanged)",
-             n->world[n->rank], who == PR_SET_PTRACER_ANY ? "any process of this user" : "the ranks' launcher (its "
-                                                                                      "process and descendants)");
+    mpic_log(2, "rank %d: Yama's ptrace_scope 1 refused its peers: %s may read this process's memory from now on, "
+                "for the process's life (never taken back: the MPI library may rely on it too; "
+                "MPI_COLLECTIVES_NODE_PATH_DIRECT=0 leaves it unchanged)",
+             n->world[n->rank], in_force == PR_SET_PTRACER_ANY ? "any process of this user" : "the ranks' launcher "
+                                                                                           "(its process and "
+                                                                                           "descendants)");
   return all;
 }
 
 int mpic_node_direct_decide(struct mpic_node *n) {
   if (n->direct == MPIC_NODE_DIRECT_UNDECIDED) n->direct = n->across == MPIABI_COMM_NULL ? probe(n) : 0;
   return n->direct;
-}
-
-void mpic_node_direct_release(struct mpic_node *n) {
-  if (n->ptracer) unname_ptracer();
-  n->ptracer = 0;
 }
 
 /* ---- the buffers' addresses, beside the stamp ---- */

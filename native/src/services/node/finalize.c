@@ -92,7 +92,6 @@ struct mpic_node_census mpic_node_count(void) {
 
 /* Its ranks are at the same free: unlock, free, and its communicators. */
 static void free_window(struct mpic_node *n) {
-  mpic_node_direct_release(n);
   mpic_next_Win_unlock_all(n->win);
   int ret = mpic_next_Win_free(&n->win);
   if (ret != 0) mpic_call_failed("MPI_Win_free (the node path's)", ret);

@@ -46,7 +46,7 @@ struct mpic_node {
   int direct;         /* the ranks read each other's buffers in place (direct.c), agreed at the first call
                        * that would: 1, 0, or MPIC_NODE_DIRECT_UNDECIDED */
   uint64_t word;      /* this process's probe word for this window (direct.c): read by peers in place */
-  int ptracer;        /* this window holds this process's Yama ptracer (direct.c) */
+  int ptracer;        /* this window's probe named this process's Yama ptracer (direct.c: never taken back) */
   void *tmp;          /* MPIC_NODE_CHUNK bytes where direct: a reduction's staging */
   char **shares;      /* size: each rank's share_bytes */
   size_t share_bytes; /* MPIC_NODE_SHARE, or MPIC_NODE_ROUND_ONLY_SHARE for the round alone */
@@ -145,11 +145,11 @@ void mpic_node_reduce_parts(struct mpic_node *n, const char *in, char *out, cons
 
 /* direct.c: whether every rank of n reads its peers' buffers in place,
  * decided (collective over n's ranks, stamped as the call's, once) at the
- * first call that would; the ptracer it named given back as the window goes;
+ * first call that would (or at the communicator's creation, where all-to-all
+ * is on the path: policy.c); a ptracer it named is never taken back;
  * and the collectives that way. */
 #define MPIC_NODE_DIRECT_UNDECIDED (-1)
 int mpic_node_direct_decide(struct mpic_node *n);
-void mpic_node_direct_release(struct mpic_node *n);
 int mpic_node_direct_allreduce(struct mpic_node *n, struct mpic_allreduce_args *a, int esize);
 int mpic_node_direct_allgather(struct mpic_node *n, struct mpic_allgather_args *a, int esize);
 int mpic_node_direct_reduce_scatter(struct mpic_node *n, struct mpic_reduce_scatter_args *a, int esize);
