@@ -89,18 +89,28 @@ def named_dead_rank(rank, out, err):
     return re.search(rf"rank {rank}(/3)? \(pid {pid_of(rank, out)} on \S+\) ended", err)
 
 
+def dev_shm():
+    return set(os.listdir("/dev/shm"))
+
+
 @pytest.mark.jax
 def test_a_rank_that_raises():
+    """...and the job leaves /dev/shm as it was: the MPI library's files there (MPICH's 2 MiB segment,
+    Open MPI's 16 MiB one a rank) stayed after every job the package ended with MPI_Abort (issue 81)."""
+    before = dev_shm()
     rc, out, err, seconds, alive = launch_failing_job("raise")
     text = check_ended(rc, out, err, seconds, alive)
     assert "ValueError: rank 1 fails on purpose" in err, text
     assert "rank 1/3 stopped on an uncaught ValueError" in err, text
+    assert dev_shm() - before == set(), text
 
 
 @pytest.mark.jax
 def test_a_rank_killed_inside_a_collective():
+    before = dev_shm()
     rc, out, err, seconds, alive = launch_failing_job("kill")
     text = check_ended(rc, out, err, seconds, alive)
+    assert dev_shm() - before == set(), text  # (the rank that names it ends the job: issue 81)
     ours = named_dead_rank(1, out, err)
     assert ours, text
     others = [r for r in (0, 2) if named_dead_rank(r, out, err)]

@@ -284,6 +284,26 @@ def test_a_peer_that_finished_the_round_then_reached_mpi_finalize_is_not_called_
     assert sorted(results(proc, "round-final-race")) == [("0", "exact"), ("1", "exact")], explain(proc)
     assert "different numbers of collectives" not in proc.stderr and proc.stderr.count(ROUND) == 2, explain(proc)
 
+
+def dev_shm():
+    return set(os.listdir("/dev/shm"))
+
+
+def test_jobs_the_package_ends_leave_dev_shm_as_it_was(harness):
+    """Jobs the package ends with its sentence (here the check's: the ranks disagree, then MPI_Abort)
+    left the files their MPI library made in /dev/shm: MPICH's 2 MiB segment of the node, Open MPI's
+    16 MiB one a rank (a container's 64 MiB /dev/shm full after a few dozen failed jobs; issue 81).
+    Now the package drops the names of the library's files before MPI_Abort, and a window's once
+    every member has mapped it. A clean end leaves nothing either, and its exit status is 0: the
+    library's own unlink at MPI_Finalize finds the name gone and passes over it."""
+    before = dev_shm()
+    for _ in range(3):
+        proc = mpirun(2, [*harness, "round-mismatch"], env=ON, timeout=60)
+        assert proc.returncode != 0 and "the ranks disagree about a collective" in proc.stderr, explain(proc)
+    clean = mpirun(2, [*harness, "sum"], env=ON, timeout=60)
+    assert clean.returncode == 0 and sorted(results(clean, "sum")) == [("0", "exact"), ("1", "exact")], explain(clean)
+    assert dev_shm() - before == set(), explain(proc)
+
 # ---- issue 71: the third read's faults, each a scenario that failed before its fix ----
 def mem_available():
     with open("/proc/meminfo") as f:

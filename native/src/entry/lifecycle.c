@@ -16,6 +16,7 @@
 #include "loader.h"
 #include "log.h"
 #include "node.h"
+#include "shm_names.h"
 #include "xla_policy.h"
 
 static void check_launcher(void) {
@@ -44,6 +45,7 @@ MPIABI_EXPORT int MPIABI_Init_thread(int *argc, char ***argv, int required, int 
   if (!provided) provided = &level;
   mpic_check_launcher_before_init();
   mpic_launcher_init_begins();
+  mpic_shm_names_before(); /* what is not the library's (end_job.c drops the library's at an abort) */
   int zeroed = mpic_init_memory_begin();
   mpic_init_crash_begin();
   ret = mpic_next_Init_thread(argc, argv, request, provided);

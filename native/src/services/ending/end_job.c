@@ -24,6 +24,7 @@
 #include "flight.h"
 #include "library.h"
 #include "self_watch.h"
+#include "shm_names.h"
 
 static int ending = 0;
 
@@ -53,7 +54,13 @@ void mpic_end_job_line(const char *line) {
   atexit(exit_now);
   pthread_t t;
   pthread_create(&t, NULL, exit_later, NULL);
-  if (mpic_family && mpic_mpi_is_up()) mpic_next_Abort(MPIABI_COMM_WORLD, 1);
+  if (mpic_family && mpic_mpi_is_up()) {
+    /* MPI_Abort skips the library's cleanup: the names of the files it made in /dev/shm (MPICH's 2 MiB
+     * segment of the node, Open MPI's 16 MiB one a rank) would stay until a reboot (shm_names.h). The
+     * job is ending: no rank opens them again. */
+    mpic_shm_names_drop_new();
+    mpic_next_Abort(MPIABI_COMM_WORLD, 1);
+  }
   mpic_launcher_abort(1); /* before MPI_Init: the launcher's own abort, where it has one */
   _exit(1);
 }

@@ -20,6 +20,7 @@
 #include "common.h"
 #include "pidfd.h"
 #include "self_watch.h"
+#include "shm_names.h"
 
 /* ---- the rank's own death ----
  * A launcher that ends the job when one rank dies (Hydra) kills the others
@@ -241,6 +242,13 @@ static int watched_make(struct watched *w, const int *ranks, const int *pids, co
   return w->pidfds[n] >= 0 || life_pipe[0] >= 0;
 }
 
+/* The MPI library's files in /dev/shm (MPICH's segment of the node, Open MPI's of each rank), listed before
+ * the fork: the watcher that names a rank's death unlinks them (unlink is async-signal-safe; reading
+ * /proc/self/maps is not), since the launcher then ends the job without the library's cleanup (issue 81;
+ * shm_names.h). */
+static char library_files[16][MPIC_SHM_NAME_MAX];
+static int library_files_n = 0;
+
 /* The watcher process, after the fork: only async-signal-safe calls. It
  * leaves silently on the rank's word, or names the first process to end. */
 __attribute__((noreturn)) static void watcher_main(struct watched *w) {
@@ -290,6 +298,7 @@ __attribute__((noreturn)) static void watcher_main(struct watched *w) {
       if (claim_report()) {
         ssize_t written = write(2, w->lines + (size_t)index * MAX_LINE, (size_t)w->lens[index]);
         (void)written;
+        for (int f = 0; f < library_files_n; f++) unlink(library_files[f]);
         hold_claim_and_exit();
       }
       _exit(0);
@@ -308,6 +317,7 @@ MPIABI_EXPORT int mpic_watch_self(const int *ranks, const int *pids, const int *
   report_name.sun_family = AF_UNIX;
   int k = snprintf(report_name.sun_path + 1, sizeof report_name.sun_path - 1, "mpi-collectives-%s", job_key);
   report_name_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)k);
+  library_files_n = mpic_shm_names_list_new(library_files, 16);
   pid_t child = fork();
   if (child < 0) return 0;
   if (child == 0) watcher_main(&w);

@@ -11,7 +11,8 @@
  * different call from its peers. The steps, in order: the node's part
  * (node_part), the room (room_everywhere), the allocation (allocate), the
  * shares mapped (map_shares) and touched (touch.c), every rank's answers
- * agreed (one all-reduce), then the window kept (keep) or given up (give_up). */
+ * agreed (one all-reduce), then the window's files' names dropped from
+ * /dev/shm (shm_names.h) and the window kept (keep), or given up (give_up). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "log.h"
 #include "node.h"
 #include "settings.h"
+#include "shm_names.h"
 
 void mpic_node_words(int code, char *out, int len) {
   int n = 0;
@@ -237,6 +239,9 @@ static struct mpic_node *make(struct mpic_record *r) {
       mine[UNIFIED] = unified(win);
     }
     must(mpic_next_Allreduce(mine, all, ANSWERS, MPIABI_INT, MPIABI_MIN, r->comm), "MPI_Allreduce (the node path's)");
+    /* every member has mapped the window's file(s): their names may go (shm_names.h; also where the window
+     * is given up below) */
+    if (all[ALLOCATED]) mpic_shm_names_drop_at(shares, size);
     if (all[ALLOCATED] && all[TOUCHED] && all[UNIFIED])
       return keep(r, shm, across, win, size, rank, shares, share, -(int64_t)all[ORDER]);
     give_up(r, mine, all, why);
