@@ -3,20 +3,25 @@ import importlib.util
 import os
 
 
+def not_built() -> RuntimeError:
+    """The one sentence for a package whose native layer is missing: a source checkout that shadows the
+    installed package (the current folder comes first in sys.path), or an install without it."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package's folder
+    if os.path.exists(os.path.join(os.path.dirname(here), "native", "build_native.py")):
+        return RuntimeError(
+            f"mpi-collectives: imported from the source checkout {os.path.dirname(here)}, where "
+            "the native layer is not built; run from another directory (the installed package "
+            "is shadowed here) or build in place with `pip install -e .`")
+    return RuntimeError(
+        "mpi-collectives: the native layer mpi_collectives._mpiabi is not built; "
+        "reinstall the package with `pip install .` (it needs a C compiler, not MPI)")
+
+
 def libpath() -> str:
     """Absolute path of the wrapper library to put in MPITRAMPOLINE_LIB."""
     spec = importlib.util.find_spec("mpi_collectives._mpiabi")
     if spec is None or not spec.origin:
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package's folder
-        if os.path.exists(os.path.join(os.path.dirname(here), "native", "build_native.py")):
-            raise RuntimeError(
-                f"mpi-collectives: imported from the source checkout {os.path.dirname(here)}, where "
-                "the native layer is not built; run from another directory (the installed package "
-                "is shadowed here) or build in place with `pip install -e .`")
-        raise RuntimeError(
-            "mpi-collectives: the native layer mpi_collectives._mpiabi is not built; "
-            "reinstall the package with `pip install .` (it needs a C compiler, not MPI)"
-        )
+        raise not_built()
     return os.path.abspath(spec.origin)
 
 

@@ -17,6 +17,7 @@ other module of the package touches its ffi or lib.
 Loading the native layer loads MPI: each function above loads it on first
 use; loaded() says whether it is loaded, without loading it.
 """
+import importlib.util
 import os
 
 import numpy as np
@@ -44,7 +45,13 @@ def _native():
     """(ffi, lib) of the native layer; loading it loads MPI."""
     global _NATIVE
     if _NATIVE is None:
-        from .. import _mpiabi
+        try:
+            from .. import _mpiabi
+        except ImportError as e:
+            if importlib.util.find_spec("mpi_collectives._mpiabi") is not None:
+                raise  # built, and failing to load: its own words
+            from ._paths import not_built
+            raise not_built() from e
         _NATIVE = _mpiabi.ffi, _mpiabi.lib
         from . import terminal
         if terminal.fd() != 2:  # the stderr kept before pytest captured descriptor 2 (terminal.py)

@@ -1,6 +1,7 @@
 """A new user's commonest slips (issue 53), each named in one sentence on every rank: initialize()
 forgotten under a launcher of several ranks, a misspelt or retired MPI_COLLECTIVES_* variable, and
 a set-up error that ends the program (its sentence alone, no traceback)."""
+import os
 import sys
 
 import pytest
@@ -175,3 +176,30 @@ def test_run_without_initialize_says_what_makes_a_plain_script_one_job(tmp_path)
     joined = mpirun(2, [PY, "-m", "mpi_collectives", "run", "--initialize", str(script)])
     assert joined.returncode == 0 and joined.stdout.count("psum [2.0]") == 2, explain(joined)
     assert "mpi-collectives" not in joined.stderr, explain(joined)
+
+
+@once
+def test_commands_from_the_checkout_use_the_installed_package_or_say_why(tmp_path):
+    """From a source checkout (the README's first steps leave the user there), `python -m` puts the
+    checkout's mpi_collectives/, which has no built wrapper, before the installed package: `tune` and
+    `bench` started their workers that way and ended in `ImportError: cannot import name '_mpiabi'`
+    (issue 81). Their workers now take the current folder off sys.path; a command the user starts
+    with `python -m` there gets the one sentence, not a traceback."""
+    import argparse
+    import shutil
+
+    from helpers import ROOT, mpiexec_path
+    from mpi_collectives.tools.bench.run import launch_command
+
+    checkout = tmp_path / "checkout"
+    shutil.copytree(os.path.join(ROOT, "mpi_collectives"), checkout / "mpi_collectives",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    (checkout / "native").mkdir()
+    shutil.copy(os.path.join(ROOT, "native", "build_native.py"), checkout / "native")
+    own = run([PY, "-m", "mpi_collectives", "info"], cwd=str(checkout))
+    assert own.returncode != 0 and "Traceback" not in own.stderr, explain(own)
+    assert f"imported from the source checkout {checkout}, where the native layer is not built; run from another " \
+           "directory" in own.stderr, explain(own)
+    args = argparse.Namespace(launcher=None, mpiexec=mpiexec_path())
+    workers = run(launch_command(args, 2, ["mpi_collectives", "info"]), cwd=str(checkout))
+    assert workers.returncode == 0 and workers.stdout.count("library") >= 2, explain(workers)

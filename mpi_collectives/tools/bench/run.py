@@ -63,8 +63,15 @@ def launcher_prefix(args) -> list:
     return shlex.split(args.launcher) if args.launcher else [args.mpiexec]
 
 
+# `python -m MODULE` with the current folder taken off sys.path: the workers import the package this
+# process imported, also from a source checkout, whose mpi_collectives/ has no built wrapper and would
+# shadow the installed one (`mpi-collectives tune` from the checkout ended in an ImportError: issue 81).
+_RUN_MODULE = ("import runpy, sys; sys.path.pop(0); module = sys.argv.pop(1); "
+               "runpy.run_module(module, run_name='__main__', alter_sys=True)")
+
+
 def launch_command(args, ranks, argv) -> list:
-    return launcher_prefix(args) + ["-n", str(ranks), sys.executable, "-m"] + argv
+    return launcher_prefix(args) + ["-n", str(ranks), sys.executable, "-c", _RUN_MODULE] + argv
 
 
 def hosts_of_ranks(args) -> list:
