@@ -8,6 +8,7 @@ environment before that.
 import collections
 import dataclasses
 import os
+import re
 
 from .errors import InitializeError
 
@@ -21,6 +22,14 @@ Setting = collections.namedtuple("Setting", "var default native meaning allowed"
 # What a value may be: ANY text, one of a tuple of words, a comma-separated
 # list of some of a SomeOf's words, or whole numbers in range(lo, hi + 1);
 # COORDINATOR is host:port. A value outside is an error, never a guess.
+# The spellings, the same in the native layer (native/src/base/settings.c),
+# tested on one table (tests/package/test_setting_spellings.py): a whole number is
+# ASCII digits with an optional leading minus, leading zeros allowed (01024),
+# no sign +, no blanks, no underscores (Python's int() takes 1_024 and blanks,
+# C's strtol neither, and they once disagreed on what MPI was started with);
+# a word is one of the words in any case; a list is words joined by commas,
+# none empty; an empty value is the default.
+WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 ANY = None
 SomeOf = collections.namedtuple("SomeOf", "words")
 SWITCH = (0, 1)
@@ -250,11 +259,12 @@ def _check(name: str, row: Setting, value, from_keyword: bool):
         value = str(value).lower()
         ok = value in row.allowed
     else:
-        try:
-            value = int(value)
-        except (TypeError, ValueError):
-            ok = False
+        if isinstance(value, str):
+            ok = WHOLE_NUMBER.fullmatch(value) is not None
         else:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        if ok:
+            value = int(value)
             ok = row.allowed[0] <= value <= row.allowed[1]
     if not ok:
         given = f"initialize({name}={value!r})" if from_keyword else f"{row.var}={value}"
@@ -263,6 +273,14 @@ def _check(name: str, row: Setting, value, from_keyword: bool):
             f"Fix: correct it, or leave it unset for the default"
             f"{'' if row.default is None else f' ({row.default})'}.")
     return value
+
+
+def value_from_environment(name: str, environ=os.environ):
+    """What the setting's variable says, read as the native layer reads it (None: unset or empty, so the
+    default); InitializeError where it is not allowed."""
+    row = TABLE[name]
+    given = environ.get(row.var) or None
+    return None if given is None else _check(name, row, given, False)
 
 
 def read(**overrides) -> Settings:

@@ -120,17 +120,27 @@ def _check_jax_can_use_us() -> None:
 
 
 def _check_native_settings(settings) -> None:
-    """Settings the native layer reads when loaded cannot change afterwards."""
+    """Settings the native layer reads when loaded cannot change afterwards. Each is compared as a value
+    (parsed as the native layer parses it), never as text: `Multiple` and `multiple`, `01024` and `1024`
+    are one value. A keyword that differs from what the loaded layer uses (its variable's value, else the
+    default) is refused, also where the variable is unset: it was ignored in silence, and os.environ then
+    showed a value that was never used (issue 81)."""
     loaded = mpi.loaded() or _jax_loaded()
     for name, row in _settings.TABLE.items():
         wanted = getattr(settings, name)
-        if not row.native or wanted in (None, "") or str(wanted) == os.environ.get(row.var, str(wanted)):
+        if not row.native or wanted in (None, "") or not loaded:
             continue
-        if loaded:
-            raise InitializeError(
-                f"mpi-collectives: initialize({name}={wanted!r}) comes after the native layer was loaded "
-                f"with {row.var}={os.environ.get(row.var)!r}. Fix: set {row.var} in the environment before "
-                "starting Python, or call initialize() before importing jax.")
+        in_force = _settings.value_from_environment(name)
+        used = row.default if in_force is None else in_force
+        if wanted == used:
+            continue
+        source = (f"with {row.var}={os.environ.get(row.var)!r}" if in_force is not None
+                  else f"with {row.var} unset, so {row.default!r}" if row.default is not None
+                  else f"with {row.var} unset")
+        raise InitializeError(
+            f"mpi-collectives: initialize({name}={wanted!r}) comes after the native layer was loaded "
+            f"{source}, which it keeps. Fix: set {row.var} in the environment before "
+            "starting Python, or call initialize() before importing jax.")
     _settings.export_native(settings)
 
 

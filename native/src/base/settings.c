@@ -5,7 +5,14 @@
  *
  * A value that is not understood is an error, not a guess: the library is
  * then not loaded, and the first MPI call (or initialize()) says which
- * variable, which value, and what it may be (mpic_settings_error). */
+ * variable, which value, and what it may be (mpic_settings_error).
+ *
+ * The spellings are Python's (mpi_collectives/base/settings.py says them;
+ * tests/package/test_setting_spellings.py runs one table through both): a whole
+ * number is ASCII digits with an optional leading minus (leading zeros
+ * allowed; no +, blanks or underscores, which strtol alone would take or
+ * stop at); a word is one of the words in any case; a list is words joined
+ * by commas, none empty; an empty value is the default. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +55,7 @@ static void read_some(const char *var, int *out, const char *const *words) {
   const char *v = getenv(var);
   if (!v || !*v) return;
   int bits = 0;
-  for (const char *p = v; *p;) {
+  for (const char *p = v;;) { /* each word, an empty one too (",," or a comma at either end): refused */
     const char *end = strchr(p, ',');
     size_t len = end ? (size_t)(end - p) : strlen(p);
     int found = -1;
@@ -64,7 +71,8 @@ static void read_some(const char *var, int *out, const char *const *words) {
       return;
     }
     bits |= 1 << found;
-    p = end ? end + 1 : p + len;
+    if (!end) break;
+    p = end + 1;
   }
   *out = bits;
 }
@@ -73,9 +81,11 @@ static void read_some(const char *var, int *out, const char *const *words) {
 static void read_int(const char *var, int *out, int lo, int hi) {
   const char *v = getenv(var);
   if (!v || !*v) return;
+  const char *digits = v + (*v == '-');
+  int whole = *digits != 0 && strspn(digits, "0123456789") == strlen(digits) && strlen(digits) <= 18;
   char *end = NULL;
-  long n = strtol(v, &end, 10);
-  if (*end || n < lo || n > hi) {
+  long long n = whole ? strtoll(v, &end, 10) : 0;
+  if (!whole || n < lo || n > hi) {
     char allowed[64];
     snprintf(allowed, sizeof allowed, "a whole number from %d to %d", lo, hi);
     bad(var, v, allowed);
