@@ -285,6 +285,18 @@ def test_a_peer_that_finished_the_round_then_reached_mpi_finalize_is_not_called_
     assert "different numbers of collectives" not in proc.stderr and proc.stderr.count(ROUND) == 2, explain(proc)
 
 
+@ROUND_ONCE
+def test_a_forked_childs_mpi_finalize_is_not_the_ranks(harness):
+    """Rank 0 forks a child that calls MPI_Finalize (a multiprocessing child, or a test's fork, running
+    the parent's atexit handlers) and exits; then every rank all-reduces again. The child finalized the
+    parent's MPI: it marked the parent's arrival at MPI_Finalize in the windows it shares (issue 81)."""
+    proc = mpirun(2, [*harness, "fork-finalize"], env={"MPI_COLLECTIVES_VERBOSE": "1"}, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.count("DONE rank") == 2, explain(proc)
+    assert sorted(results(proc, "fork-finalize")) == [("0", "exact"), ("1", "exact")], explain(proc)
+    assert re.search(r"MPI_Finalize in process \d+, forked from the rank's process \d+: left to the rank",
+                     proc.stderr), explain(proc)
+
+
 def dev_shm():
     return set(os.listdir("/dev/shm"))
 

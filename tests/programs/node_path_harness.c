@@ -53,6 +53,10 @@
  *               small all-reduce and then
  *               calls MPI_Finalize: exact, exit 0 (with MPI_COLLECTIVES_TEST_ROUND_PAUSE_MS,
  *               a test build pauses the rank waiting for it between its loads).
+ *   fork-finalize
+ *               after an agreed small all-reduce, rank 0 forks a child that
+ *               calls MPI_Finalize and exits; then every rank all-reduces
+ *               again: exact (the child's exit is not the rank's).
  *   late        after a large all-reduce, the last rank sleeps LATE_S seconds
  *               (the environment's) before MPI_Finalize; the wrapper's wait
  *               there reports after LATE_REPORT_S and ends the job after
@@ -89,6 +93,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mpiabi.h"
@@ -505,6 +510,25 @@ static void round_final_race(void) {
   result("round-final-race", round_allreduce(c, 8, 0, 0, 0) && ok, "(two calls, then MPI_Finalize)");
 }
 
+/* After an agreed small all-reduce, rank 0 forks a child that calls MPI_Finalize and exits (as a child of
+ * multiprocessing or a test's fork runs the parent's atexit handlers, JAX's MPI_Finalize among them); the
+ * parent waits for it, then every rank all-reduces again (issue 81). */
+static void fork_finalize(void) {
+  MPIABI_Comm c = split();
+  int ok = round_allreduce(c, 8, 0, 0, 0);
+  if (rank == 0) {
+    pid_t child = fork();
+    if (child == 0) {
+      mpi.Finalize();
+      _exit(0);
+    }
+    int status = 0;
+    ok = ok && child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  ok = round_allreduce(c, 8, 0, 0, 0) && ok;
+  result("fork-finalize", ok, "(a forked child's MPI_Finalize, then a call)");
+}
+
 /* Not a test: ROUND_TIME_CALLS all-reduces of ROUND_TIME_DOUBLES doubles (default one), timed ("TIME ns per
  * call"), for profiling the wrapper's own cost of a call (perf record on a rank) and for comparing two builds
  * of it interleaved (the path's 1 and 16 MiB: ROUND_TIME_DOUBLES=131072 and 2097152). */
@@ -693,6 +717,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(s, "round-parts")) round_parts();
   else if (!strcmp(s, "round-early")) round_early();
   else if (!strcmp(s, "round-final-race")) round_final_race();
+  else if (!strcmp(s, "fork-finalize")) fork_finalize();
   else if (!strcmp(s, "round-time")) round_time();
   else if (!strcmp(s, "big")) big();
   else if (!strcmp(s, "sum")) sum();

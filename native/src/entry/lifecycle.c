@@ -6,6 +6,8 @@
  * come, and mpi4py must keep working after JAX is done. Calls that free
  * handles after MPI_Finalize succeed silently (treatment.txt:
  * frees-after-finalize), so that XLA's teardown does not fail the run. */
+#include <unistd.h>
+
 #include "common.h"
 #include "family.h"
 #include "init_crash.h"
@@ -26,7 +28,13 @@ static void check_launcher(void) {
   mpic_check_launcher(size, rank);
 }
 
+/* The process that started MPI here, or found it started: a process forked from it (multiprocessing, a
+ * test's fork) shares its windows' pages and its library's connections, and its exit may run the
+ * parent's atexit handlers (JAX's MPI_Finalize among them). */
+static pid_t mpi_process = 0;
+
 MPIABI_EXPORT int MPIABI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+  if (!mpi_process) mpi_process = getpid();
   int flag = 0, level = 0, ret;
   if (!mpic_family) mpic_not_loaded("MPI_Init_thread");
   if ((ret = mpic_next_Initialized(&flag)) != 0) return ret;
@@ -67,6 +75,14 @@ MPIABI_EXPORT int MPIABI_Init(int *argc, char ***argv) {
 }
 
 MPIABI_EXPORT int MPIABI_Finalize(void) {
+  if (mpi_process && getpid() != mpi_process) {
+    /* A forked child's exit: finalizing would mark the parent's arrival at MPI_Finalize in every window (its
+     * peers would end the job, "the ranks ran different numbers of collectives") and finalize the parent's
+     * library state from another process (issue 81). MPI belongs to the parent: nothing is done. */
+    mpic_log(1, "MPI_Finalize in process %d, forked from the rank's process %d: left to the rank", (int)getpid(),
+             (int)mpi_process);
+    return 0;
+  }
   /* XLA is done with its communicators: the node path's windows go first, whoever finalizes
    * MPI (a window left to the library's finalize, or to mpi4py's later, is an error on some). */
   int finalized = 1;
