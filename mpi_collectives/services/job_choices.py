@@ -204,7 +204,7 @@ def difference(choices: list, hosts: list = ()) -> "str | None":
             "differ: " + " | ".join(parts) + ". Fix: " + "; and ".join(fixes) + ".")
 
 
-_LIBRARY_PREFIXES = ("MPIR_CVAR_", "I_MPI_", "OMPI_MCA_")
+_LIBRARY_PREFIXES = ("MPIR_CVAR_", "MPIR_PARAM_", "MPICH_", "I_MPI_", "OMPI_MCA_")
 # Where a rank's node-path settings came from: the tuning file, "set by you" or "the default".
 NODE_PATH_SOURCE = "node_path_source"
 TUNING_FILE = "the tuning file"

@@ -119,7 +119,10 @@ KNOWN = {
 }
 # The environment variables by which a user has already chosen the library's collectives.
 USERS_OWN = {
-    "mpich": re.compile(r"^MPIR_CVAR_(DEVICE_COLLECTIVES|.*_ALGORITHM|.*COLL.*)$"),
+    # MPICH reads each control variable as MPIR_CVAR_<NAME>, MPIR_PARAM_<NAME> and MPICH_<NAME> (its
+    # mpir_cvars.c): a user's setting in any of the three is the user's (issue 81: the package's
+    # MPIR_CVAR_DEVICE_COLLECTIVES=none won over a user's MPICH_DEVICE_COLLECTIVES=all)
+    "mpich": re.compile(r"^(MPIR_CVAR_|MPIR_PARAM_|MPICH_)(DEVICE_COLLECTIVES|.*_ALGORITHM|.*COLL.*)$"),
     "impi": re.compile(r"^I_MPI_(ADJUST_.*|COLL_.*|TUNING.*)$"),
     "openmpi": re.compile(r"^OMPI_MCA_coll.*$"),
 }

@@ -56,7 +56,10 @@ def test_other_libraries_keep_their_defaults_without_a_tuning():
 
 
 @pytest.mark.parametrize("variable", ["MPIR_CVAR_DEVICE_COLLECTIVES", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
-                                      "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE"])
+                                      "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE",
+                                      # MPICH's other spellings of the same variables (issue 81)
+                                      "MPICH_DEVICE_COLLECTIVES", "MPIR_PARAM_DEVICE_COLLECTIVES",
+                                      "MPICH_ALLREDUCE_INTRA_ALGORITHM"])
 def test_a_collective_setting_of_the_user_wins(variable, tmp_path):
     path = write(tmp_path, entry())
     chosen, line = decide({variable: "x"}, path=path)
