@@ -13,12 +13,13 @@ what rank 0 sent, its service listening on that address only.
 """
 import dataclasses
 import os
+import socket
 import sys
 import threading
 
 from ..services import coordinator, exit_hooks, job_choices, layout, library_settings, meeting, peers, stall, tuning
 from . import gpus, jax_compat, narrow_dtypes, preemption
-from ..base import ending, mpi
+from ..base import ending, launchers, mpi
 from ..base import settings as _settings
 from ..base._paths import libpath
 from ..base.ending import end_job
@@ -303,8 +304,11 @@ def start_up(settings, *, collectives="mpi") -> Started:
 def _start_mpi(settings, collectives) -> MpiStarted:
     users_node_path = library_settings.users_node_path(settings)  # before the export below
     _check_native_settings(settings)
-    for unknown in _settings.unknown_variables():  # a misspelt setting changes nothing: say so, every rank
-        say_line(unknown)
+    # A misspelt setting, or a tuning file that is not there, changes nothing: say so, on every rank, with
+    # the rank and host that say it (one rank's environment may differ from the others').
+    here = f"mpi-collectives [{launchers.where()} on {socket.gethostname()}]: "
+    for line in _settings.unknown_variables() + library_settings.missing_file_lines(settings):
+        say_line(here + line[len("mpi-collectives: "):])
     _check_jax_can_use_us()
     os.environ.setdefault("JAX_CPU_COLLECTIVES_IMPLEMENTATION", "mpi")
 

@@ -361,6 +361,18 @@ def _shown(per_node) -> str:
     return ",".join(map(str, per_node))
 
 
+def missing_file_lines(settings) -> list:
+    """A sentence where MPI_COLLECTIVES_TUNING_FILE (or the keyword) names a file that is not there: a
+    site that points every job at a shared file and mistypes it got the built-in choice without a word
+    (issue 81). The default file may be absent: `tune` has not run."""
+    path = settings.tuning_file
+    if not path or os.path.exists(path):
+        return []
+    return [f"mpi-collectives: MPI_COLLECTIVES_TUNING_FILE names {path}, which does not exist here, so the "
+            "built-in choices are used. Fix: correct the path (a file every node can read), or unset it for "
+            f"the default ({default_file()})"]
+
+
 def tuned_entry(version_line: str, library: str, environ, *, path=None, ranks=None, cpus=None, layout=None) -> tuple:
     """(the tuning file's entry for this MPI installation and this job's shape, or None; a note for
     the line, "" or starting with "; "): decide()'s arguments of the same names."""

@@ -65,11 +65,19 @@ def test_env_names_a_misspelt_variable():
 @once
 @pytest.mark.jax
 def test_initialize_names_a_misspelt_variable_on_every_rank():
+    """...and a tuning file that is not there (a mistyped shared path gave the built-in choice without a
+    word), each line saying which rank on which host printed it (issue 81)."""
     proc = mpirun(2, [PY, "-c", "import mpi_collectives; mpi_collectives.initialize(); print('PASS')"],
-                  env={"MPI_COLLECTIVES_STALL_TIMOUT": "5"})
+                  env={"MPI_COLLECTIVES_STALL_TIMOUT": "5", "MPI_COLLECTIVES_TUNING_FILE": "/nowhere/tuning.json"})
     assert proc.returncode == 0 and proc.stdout.count("PASS") == 2, explain(proc)
-    assert proc.stderr.count("MPI_COLLECTIVES_STALL_TIMOUT is not a setting of mpi-collectives and is ignored; "
-                             "did you mean MPI_COLLECTIVES_STALL_TIMEOUT?") == 2, explain(proc)
+    host = __import__("socket").gethostname()
+    for rank in (0, 1):
+        assert proc.stderr.count(f"mpi-collectives [rank {rank}/2 on {host}]: MPI_COLLECTIVES_STALL_TIMOUT is not a "
+                                 "setting of mpi-collectives and is ignored; did you mean "
+                                 "MPI_COLLECTIVES_STALL_TIMEOUT?") == 1, explain(proc)
+        assert proc.stderr.count(f"mpi-collectives [rank {rank}/2 on {host}]: MPI_COLLECTIVES_TUNING_FILE names "
+                                 "/nowhere/tuning.json, which does not exist here, so the built-in choices are "
+                                 "used") == 1, explain(proc)
 
 
 @once
