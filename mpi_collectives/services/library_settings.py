@@ -459,7 +459,9 @@ def users_node_path(settings, environ=os.environ) -> bool:
     keywords): asked before initialize() exports every native setting to the environment."""
     names = ("node_path", "node_path_collectives", "node_path_min", "node_path_max", "node_path_across_nodes",
              "node_path_direct", "node_path_round")
-    return (any(SETTINGS_TABLE[name].var in environ for name in names)
+    # an empty variable is the default, as everywhere (issue 81: an empty MPI_COLLECTIVES_NODE_PATH= threw
+    # away the tuning file's node path, where an empty MPI_COLLECTIVES_BIND_CPUS= kept the file's binding)
+    return (any(environ.get(SETTINGS_TABLE[name].var) for name in names)
             or any(getattr(settings, name) != SETTINGS_TABLE[name].default for name in names))
 
 

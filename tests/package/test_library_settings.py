@@ -178,6 +178,8 @@ def test_the_node_path_tune_measured_is_taken_unless_you_chose_any_of_its_settin
         "all-reduce,all-gather, _MIN=1048576, _MAX=16777216: measured by mpi-collectives tune on 2026-11-27)")
     # Yours, in the environment or as a keyword: all four stay yours.
     assert s.users_node_path(chosen, dict(one_node, MPI_COLLECTIVES_NODE_PATH_MAX="0"))
+    # an empty variable is the default, as for every setting: the file's entry stays (issue 81)
+    assert not s.users_node_path(chosen, dict(one_node, MPI_COLLECTIVES_NODE_PATH="", MPI_COLLECTIVES_NODE_PATH_MIN=""))
     assert s.users_node_path(settings.read(tuning_file=path, node_path_min=4096), one_node)
     assert s.users_node_path(chosen, dict(one_node, MPI_COLLECTIVES_NODE_PATH_ACROSS_NODES="0"))
     assert s.users_node_path(chosen, dict(one_node, MPI_COLLECTIVES_NODE_PATH_ROUND="65536"))
