@@ -208,26 +208,24 @@ def cmd_run(args) -> int:
     return 0
 
 
-def env_rows() -> list:
-    """[(variable, value in force, where it comes from, problem or None)] for every setting."""
+def env_rows(tuned=None) -> list:
     from .base import settings
-    from .base._paths import search_prefixes
+    return settings.in_force(tuned=tuned)
 
-    rows = []
-    for name, row in settings.TABLE.items():
-        value, problem = os.environ.get(row.var) or None, None
-        if value is None:
-            shown, source = ("" if row.default is None else str(row.default)), "default"
-        else:
-            shown, source = value, "set"
-            if name == "prefixes" and value == os.pathsep.join(search_prefixes()):
-                source = "set by import mpi_collectives"
-            try:
-                settings._check(name, row, value, from_keyword=False)
-            except settings.InitializeError as e:
-                problem = str(e)
-        rows.append((row.var, shown, source, problem))
-    return rows
+
+def _tuned_for_env() -> tuple:
+    """(library_settings.from_tuning_file's answer, the MPI library's own variables initialize() would set
+    and why, as one line): what a tuning file changes, where one applies; ({}, "") where the settings or
+    the MPI library cannot be read (the rows then say what is wrong)."""
+    from .base import settings
+    from .services import library_settings
+    try:
+        chosen = settings.read()
+        tuned = library_settings.from_tuning_file(chosen)
+        _, line = library_settings.for_this_process(chosen, apply=False)
+        return tuned, line
+    except Exception:  # no MPI library found, a bad value: the table's own rows say it
+        return {}, ""
 
 
 def cmd_env(args) -> int:
@@ -238,7 +236,9 @@ def cmd_env(args) -> int:
         return 0
     rows = ["| variable | in force | keyword | default | allowed | meaning |", "|---|---|---|---|---|---|"]
     problems = []
-    for (name, (var, default, _, meaning, allowed)), (_, value, source, problem) in zip(TABLE.items(), env_rows()):
+    tuned, library_line = _tuned_for_env()
+    for (name, (var, default, _, meaning, allowed)), (_, value, source, problem) in zip(TABLE.items(),
+                                                                                        env_rows(tuned)):
         in_force = (f"`{value}` ({source}{', NOT VALID' if problem else ''})" if value else
                     "unset (no default)")
         shown = "any" if allowed is None else _allowed_text(allowed)
@@ -247,6 +247,9 @@ def cmd_env(args) -> int:
         if problem:
             problems.append(problem)
     print("\n".join(rows))
+    if library_line:  # the MPI library's own variables, which initialize() sets before MPI_Init
+        print(f"\nThe MPI library: {library_line} (for this job's shape: run it under your launcher, "
+              "`mpiexec -n N mpi-collectives env`, to see a tuning file's entry for N ranks a node)")
     problems += settings.unknown_variables()
     for problem in problems:
         print(problem, file=sys.stderr)
@@ -294,7 +297,9 @@ def parser() -> Parser:
     p_run.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments, passed on as they are")
     p_env = sub.add_parser("env", help="show the environment variables: the value in force of each, its default",
                            description="The environment variables mpi-collectives reads: the value in force "
-                                       "(from the environment) or the default, beside what each allows and means.")
+                                       "and where it comes from (the environment, the tuning file's entry for "
+                                       "this MPI and job shape, or the default), beside what each allows and "
+                                       "means.")
     p_env.add_argument("--markdown", action="store_true",
                        help="print the documentation's table (README.md's), without the values in force")
     sub.add_parser("bench", help="benchmark JAX's collectives over MPI beside gloo, mpi4py and C (--help)",

@@ -298,6 +298,38 @@ def read(**overrides) -> Settings:
     return Settings(**values)
 
 
+def in_force(settings: Settings = None, tuned=None, environ=os.environ) -> list:
+    """[(variable, value in force, where it comes from, problem or None)] for every setting, as
+    `mpi-collectives env` shows them and initialize() lists them on rank 0 (MPI_COLLECTIVES_VERBOSE=1):
+    the keyword to initialize() where `settings` holds one the environment does not say; else the
+    environment's value ("set"); else the tuning file's for this MPI and job shape (`tuned`,
+    services.library_settings.from_tuning_file's answer: {name: (value, where)}); else the default."""
+    from ._paths import search_prefixes
+
+    rows = []
+    for name, row in TABLE.items():
+        value, problem = environ.get(row.var) or None, None
+        if value is None and tuned and name in tuned:
+            shown, source = str(tuned[name][0]), tuned[name][1]
+        elif value is None:
+            shown, source = ("" if row.default is None else str(row.default)), "default"
+        else:
+            shown, source = value, "set"
+            if name == "prefixes" and value == os.pathsep.join(search_prefixes()):
+                source = "set by import mpi_collectives"
+            try:
+                _check(name, row, value, from_keyword=False)
+            except InitializeError as e:
+                problem = str(e)
+        if settings is not None and problem is None:
+            given = getattr(settings, name)
+            read = _check(name, row, value, False) if value is not None else row.default
+            if given != read and given is not None:
+                shown, source = str(given), "initialize()'s keyword"
+        rows.append((row.var, shown, source, problem))
+    return rows
+
+
 def export_native(settings: Settings) -> None:
     """Put the settings the native layer reads into the environment."""
     for name, (var, _, native, _, _) in TABLE.items():

@@ -303,6 +303,7 @@ def start_up(settings, *, collectives="mpi") -> Started:
 
 def _start_mpi(settings, collectives) -> MpiStarted:
     users_node_path = library_settings.users_node_path(settings)  # before the export below
+    environ_before = dict(os.environ)  # what you set, for the listing of the settings in force below
     _check_native_settings(settings)
     # A misspelt setting, or a tuning file that is not there, changes nothing: say so, on every rank, with
     # the rank and host that say it (one rank's environment may differ from the others').
@@ -357,6 +358,10 @@ def _start_mpi(settings, collectives) -> MpiStarted:
     tunings = tuple(line for line in tunings if line)
     for line in tunings:
         log(line)
+    if rank == 0:  # every setting in force and where it came from, as `mpi-collectives env` shows them
+        tuned = library_settings.from_tuning_file(settings, environ_before)
+        for var, shown, source, _ in _settings.in_force(settings, tuned, environ_before):
+            log(f"{var}={shown} ({source})")
     return MpiStarted(rank=rank, size=size, family=family, level=level, choice=choice, tunings=tunings,
                       settings=settings, gpu_ids=gpu_ids, implementation=implementation, placements=placements)
 

@@ -361,6 +361,25 @@ def _shown(per_node) -> str:
     return ",".join(map(str, per_node))
 
 
+def from_tuning_file(settings, environ=os.environ) -> dict:
+    """{setting name: (value, where it came from)} for the settings the tuning file's entry gives this
+    MPI installation and this job's shape, where you did not set them: what initialize() will take
+    (binding_for_this_process, node_path_for_this_process), for `mpi-collectives env` and the start-up
+    listing. Loads the MPI library (not MPI_Init) to know which one it is."""
+    out = {}
+    bind, why = binding_for_this_process(settings, environ)
+    if why:
+        out["bind_cpus"] = (bind, f"tuning file {settings.tuning_file or default_file(environ)}: {why}")
+    node, line = node_path_for_this_process(settings, users_node_path(settings, environ), environ)
+    if node is not None:
+        names = ("node_path", "node_path_collectives", "node_path_min", "node_path_max", "node_path_across_nodes",
+                 "node_path_direct", "node_path_round")
+        where = f"tuning file {settings.tuning_file or default_file(environ)}"
+        for name, value in zip(names, node):
+            out[name] = (value, where)
+    return out
+
+
 def missing_file_lines(settings) -> list:
     """A sentence where MPI_COLLECTIVES_TUNING_FILE (or the keyword) names a file that is not there: a
     site that points every job at a shared file and mistypes it got the built-in choice without a word

@@ -233,7 +233,7 @@ def test_env_shows_the_values_in_force():
     assert proc.returncode == 0 and proc.stderr == "", explain(proc)
     lines = proc.stdout.splitlines()
     assert lines[0] == "| variable | in force | keyword | default | allowed | meaning |", proc.stdout
-    row = {line.split(" | ")[0].strip("|` "): line.split(" | ")[1] for line in lines[2:]}
+    row = {line.split(" | ")[0].strip("|` "): line.split(" | ")[1] for line in lines[2:] if line.startswith("|")}
     assert row["MPI_COLLECTIVES_INIT_TIMEOUT"] == "`42` (set)", proc.stdout
     assert row["MPI_COLLECTIVES_EXIT_TIMEOUT"] == "`30` (default)", proc.stdout
     assert row["MPI_COLLECTIVES_PREFIXES"].endswith("(set by import mpi_collectives)"), proc.stdout
@@ -244,6 +244,50 @@ def test_env_shows_the_values_in_force():
     assert "| `MPI_COLLECTIVES_INIT_TIMEOUT` | `soon` (set, NOT VALID) |" in bad.stdout, explain(bad)
     assert bad.stderr.splitlines() == ["mpi-collectives: MPI_COLLECTIVES_INIT_TIMEOUT=soon is not a whole number "
                                        "from 1 to 604800. Fix: correct it, or leave it unset for the default (300)."]
+
+
+def test_env_shows_a_tuning_files_values_and_where_they_come_from(tmp_path):
+    """Under the launcher, with a tuning file whose entry is for this MPI and 2 ranks a node: the node
+    path and the binding in force are the file's, and each row says so; `env` showed the defaults
+    where `info --init` showed the file's values (issue 81). A variable you set stays yours."""
+    from mpi_collectives.services import library_settings
+    info = json.loads(cli("info", "--json").stdout)
+    folder = tmp_path / "config"
+    folder.mkdir(mode=0o700)
+    path = str(folder / "tuning.json")
+    library_settings.write_entry(path, {
+        "implementation": library_settings.implementation(info["version"]), "version": info["version"],
+        "library": os.path.realpath(info["library"]), "ranks_per_node": 2, "cpus": library_settings.node_cpus(),
+        "settings": {}, "bind_cpus": 2, "date": "2026-12-06",
+        "node_path": {"mode": 1, "collectives": "all-reduce", "min": 1048576, "max": 0}})
+    proc = mpirun(2, [PY, "-m", "mpi_collectives", "env"], env={"MPI_COLLECTIVES_TUNING_FILE": path,
+                                                               "MPI_COLLECTIVES_NODE_PATH_MAX": "4096"})
+    assert proc.returncode == 0, explain(proc)
+    table = proc.stdout.split("| variable |")[1]  # one rank's table (both print one)
+    row = {line.split(" | ")[0].strip("|` "): line.split(" | ")[1] for line in table.splitlines()[2:] if " | " in line}
+    assert row["MPI_COLLECTIVES_BIND_CPUS"].startswith(f"`2` (tuning file {path}: MPI_COLLECTIVES_BIND_CPUS=2 "
+                                                       "measured fastest by mpi-collectives tune on 2026-12-06"), table
+    # a node-path variable set by you makes all of them yours (initialize() takes none from the file)
+    assert row["MPI_COLLECTIVES_NODE_PATH_MAX"] == "`4096` (set)" and "(default)" in row["MPI_COLLECTIVES_NODE_PATH_MIN"]
+    alone = mpirun(2, [PY, "-m", "mpi_collectives", "env"], env={"MPI_COLLECTIVES_TUNING_FILE": path,
+                                                                "MPI_COLLECTIVES_NODE_PATH_MAX": None})
+    table = alone.stdout.split("| variable |")[1]
+    row = {line.split(" | ")[0].strip("|` "): line.split(" | ")[1] for line in table.splitlines()[2:] if " | " in line}
+    assert row["MPI_COLLECTIVES_NODE_PATH_MIN"] == f"`1048576` (tuning file {path})", explain(alone)
+    assert row["MPI_COLLECTIVES_NODE_PATH_COLLECTIVES"] == f"`all-reduce` (tuning file {path})", explain(alone)
+
+
+@pytest.mark.jax
+@pytest.mark.skipif(FAMILY_CONFIG, reason="Python's listing, the same on every family: the mpich configuration")
+def test_verbose_start_lists_every_setting_in_force_with_its_source_on_rank_0():
+    code = "import mpi_collectives; mpi_collectives.initialize(timeout=100)"
+    proc = mpirun(2, [PY, "-c", code], env={"MPI_COLLECTIVES_VERBOSE": "1", "MPI_COLLECTIVES_NODE_PATH_MIN": None,
+                                            "MPI_COLLECTIVES_EXIT_TIMEOUT": "45"})
+    assert proc.returncode == 0, explain(proc)
+    for line in ("MPI_COLLECTIVES_INIT_TIMEOUT=100 (initialize()'s keyword)", "MPI_COLLECTIVES_EXIT_TIMEOUT=45 (set)",
+                 "MPI_COLLECTIVES_NODE_PATH_MIN=262144 (default)"):  # (the export to the native layer is not yours)
+        assert proc.stderr.count(f"mpi-collectives [rank 0/2]: {line}") == 1, explain(proc)
+        assert f"[rank 1/2]: {line}" not in proc.stderr, explain(proc)
 
 
 def test_env_markdown_is_the_documentation_table():
