@@ -11,6 +11,8 @@ were one jax.
 - The number of CPU devices per process is jax_num_cpu_devices (JAX_NUM_CPU_DEVICES)
   from 0.4.31; before, and when that is unset, XLA_FLAGS'
   --xla_force_host_platform_device_count.
+- JAX shuts its distributed client down at exit through jax._src.api.clean_up (0.10)
+  or jax._src.distributed.shutdown registered by initialize() (0.4.27).
 """
 import os
 import re
@@ -134,3 +136,17 @@ def quiet_launchers_proxy_warning(environ=None) -> bool:
     except (AttributeError, KeyError):  # a jax without the check
         return False
     return True
+
+
+def forget_jax_exit_in_a_forked_child() -> None:
+    """In a process forked from a rank (multiprocessing's fork, os.fork), after the fork: take JAX's
+    exit handlers that speak for the rank off atexit. The child's exit ran them: its distributed
+    client told the coordinator that task 0 was shutting down, and JAX then ended every rank ("the
+    JAX distributed service detected fatal errors"; issue 81, a 2-rank job whose rank 0 forked a
+    child that called sys.exit). The child's own handlers, registered after the fork, stay."""
+    import atexit
+    import sys
+    for module, name in (("jax._src.api", "clean_up"), ("jax._src.distributed", "shutdown")):
+        handler = getattr(sys.modules.get(module), name, None)
+        if handler is not None:
+            atexit.unregister(handler)

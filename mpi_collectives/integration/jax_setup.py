@@ -376,6 +376,8 @@ def _start_jax(m: MpiStarted, collectives) -> Started:
     jax.config.update("jax_cpu_collectives_implementation", m.implementation)
     jax_compat.quiet_launchers_proxy_warning()  # before jax.distributed.initialize checks
     narrow_dtypes.install()  # float16/float8 collectives, which XLA refuses over MPI
+    # A process forked from this rank must not end the job as it exits (jax_compat says how it did).
+    os.register_at_fork(after_in_child=jax_compat.forget_jax_exit_in_a_forked_child)
     devices = _agree_on_local_devices(m.rank, m.size, m.level)
     return Started(rank=m.rank, size=m.size, family=m.family, level=m.level, choice=m.choice, tunings=m.tunings,
                    devices=devices, settings=m.settings, finish_at_backend_start=collectives is None,
