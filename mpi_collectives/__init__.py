@@ -58,6 +58,19 @@ from .integration.phases import PhaseFailed, phase  # noqa: E402
 from .services.host import (  # noqa: E402
     allreduce, assert_equal, barrier, broadcast_one_to_all, process_allgather, sync_global_devices)
 
+def _which_rank() -> str:
+    """" (rank R/N on HOST)" where a launcher started several ranks: one rank's environment may differ
+    from the others', and the line must say whose it was (issue 81); "" for a process alone."""
+    import socket
+    from .base import launchers
+    try:
+        if launchers.started_by()[1] > 1:
+            return f" ({launchers.where()} on {socket.gethostname()})"
+    except Exception:  # (the line itself must come out whatever happens here)
+        pass
+    return ""
+
+
 def _one_line_for_set_up_errors() -> None:
     """An InitializeError nobody caught is its sentence alone on stderr (exit status 1), not a
     traceback around it on every rank: the sentence names the cause and the fix, the traceback only
@@ -68,7 +81,7 @@ def _one_line_for_set_up_errors() -> None:
 
     def hook(kind, value, traceback):
         if isinstance(value, InitializeError):
-            _line(_error_line(str(value) or kind.__name__))
+            _line(_error_line(str(value) or kind.__name__) + _which_rank())
             return
         previous(kind, value, traceback)
     sys.excepthook = hook
