@@ -37,7 +37,7 @@ import traceback
 import numpy as np
 
 from . import exit_hooks
-from ..base import log, mpi
+from ..base import log, mpi, rank_ranges
 from ..base.ending import end_job
 from ..base.machine import machine_id
 
@@ -127,7 +127,7 @@ class Watcher:
     def _name_finished(self, waiting_where: str):
         finished = _finished_ranks()
         if finished:
-            names = ", ".join(str(r) for r in finished[:16]) + (" ..." if len(finished) > 16 else "")
+            names = rank_ranges.ranges(finished)  # (63 of 64 finished: "1-63", not sixteen and "...")
             self._fatal(f"rank(s) {names} finished the program while rank {self.rank} has waited "
                         f"{waiting_where}, which they will never join")
 

@@ -32,7 +32,7 @@ import threading
 import time
 
 from . import exit_hooks, liveness
-from ..base import log, mpi, terminal
+from ..base import log, mpi, rank_ranges, terminal
 from ..base.ending import end_job
 
 _PREFIX = "mpi_collectives/services/stall/"
@@ -84,6 +84,29 @@ class State:
         if not self.waiting:
             return f"outside MPI for {now - self.since:.0f} s"
         return f"in {_collective(self.sig, self.comm, self.seq)} for {now - self.since:.0f} s"
+
+
+def _missing_text(missing: list, states: dict, now: float, most: int = 8) -> str:
+    """The missing ranks grouped by where they are, each group's ranks as ranges and its times as a span:
+    "ranks 1-16, 18-63 (outside MPI for 12-14 s); rank 17 (in all-reduce ... for 3 s)", one readable
+    line at 64 ranks and more (issue 82; it listed sixteen ranks one by one, then "and 47 more")."""
+    groups = {}
+    for r in missing:
+        state = states.get(r)
+        if state is None:
+            key = "busy, or not yet seen"
+        elif not state.waiting:
+            key = "outside MPI"
+        else:
+            key = f"in {_collective(state.sig, state.comm, state.seq)}"
+        groups.setdefault(key, []).append((r, now - state.since if state is not None else None))
+    parts = []
+    for key, members in sorted(groups.items(), key=lambda item: min(r for r, _ in item[1])):
+        times = [t for _, t in members if t is not None]
+        where = f"{key} for {rank_ranges.span(times)}" if times else key
+        parts.append(f"{rank_ranges.ranks_text([r for r, _ in members])} ({where})")
+    more = f"; and {len(parts) - most} more groups" if len(parts) > most else ""
+    return "; ".join(parts[:most]) + more
 
 
 def _collective(sig: int, comm: int, seq: int) -> str:
@@ -237,8 +260,8 @@ class Watch:
         self.stop.wait(max(0.0, asked + liveness.ANSWER_TIMEOUT - time.monotonic()))
         what = _collective(mine.sig, mine.comm, mine.seq)
         others = self.hosts.hosts_of(members)
-        named = "; ".join(f"{host} (rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks[:8]))}"
-                          f"{' ...' if len(ranks) > 8 else ''})" for host, ranks in silent[:8])
+        named = "; ".join(f"{host} ({rank_ranges.ranks_text(ranks)})" for host, ranks in silent[:8]) + (
+            f"; and {len(silent) - 8} more hosts" if len(silent) > 8 else "")
         if len(silent) == len(others) and len(others) > 1:
             who = (f"no other host answers over the network within {liveness.ANSWER_TIMEOUT:.0f} s ({named}): "
                    f"the host it runs on ({self.host}) has most likely lost its network")
@@ -295,14 +318,9 @@ class Watch:
 
     def _line(self, mine: State, held: float, missing: list, states: dict, ending: bool) -> str:
         now = time.time()
-        where = []
-        for r in missing[:16]:
-            state = states.get(r)
-            where.append(f"rank {r} ({state.where(now) if state else 'busy, or not yet seen'})")
-        more = f" and {len(missing) - 16} more" if len(missing) > 16 else ""
         what = _collective(mine.sig, mine.comm, mine.seq)
         if missing:
-            who = f"not arrived: {', '.join(where)}{more}"
+            who = f"not arrived: {_missing_text(missing, states, now)}"
         else:
             who = "every member has arrived: the wait is inside the MPI library or its network"
         if ending:
