@@ -45,6 +45,14 @@ FAMILY_CONFIG = TEST_CONFIG in ("impi", "openmpi", "standard")
 SAME_ON_EVERY_FAMILY = pytest.mark.skipif(FAMILY_CONFIG, reason="found before MPI starts, or by Python without "
                                           "MPI: the same on every family (the mpich configuration and each jax)")
 
+# The long checks (MPI_COLLECTIVES_TEST_EXTENDED=1): each a whole outside program or suite of minutes
+# that reruns what faster tests already hold (other projects' suites, an image build, MPICH's own suite,
+# the sanitizers' builds, a NetKet resume), run by hand before a release and after changing what they
+# cover, never in CI's 75 minutes (docs/contributing.md lists them and their last results).
+EXTENDED = os.environ.get("MPI_COLLECTIVES_TEST_EXTENDED") == "1"
+extended = pytest.mark.skipif(not EXTENDED, reason="a long check (MPI_COLLECTIVES_TEST_EXTENDED=1; "
+                                                   "docs/contributing.md): not in CI's 75 minutes")
+
 # mpi4py's wheels hold builds for the MPICH and Open MPI ABIs only: with the
 # standard ABI it would load MPICH's libmpi.so.12 beside libmpi_abi.so.1.
 needs_mpi4py = pytest.mark.skipif(

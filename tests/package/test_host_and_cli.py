@@ -360,10 +360,13 @@ def test_bench_launcher_replaces_mpiexec(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     args = bench.parse(["--launcher", "srun --mpi=pmi2 --cpu-bind='map_cpu:0,1'"])
     assert bench.launch_command(args, 2, ["mpi_collectives.tools.bench.startup", "mpi"]) == [
-        "srun", "--mpi=pmi2", "--cpu-bind=map_cpu:0,1", "-n", "2", PY, "-m", "mpi_collectives.tools.bench.startup", "mpi"]
+        "srun", "--mpi=pmi2", "--cpu-bind=map_cpu:0,1", "-n", "2", PY, "-c", bench._RUN_MODULE,
+        "mpi_collectives.tools.bench.startup", "mpi"]
     args = bench.parse(["--launcher", f"{mpiexec_path()} -bind-to none"])
-    assert bench.launch_command(args, 3, ["m"]) == [mpiexec_path(), "-bind-to", "none", "-n", "3", PY, "-m", "m"]
-    assert bench.launch_command(bench.parse([]), 2, ["m"]) == [mpiexec_path(), "-n", "2", PY, "-m", "m"]
+    assert bench.launch_command(args, 3, ["m"]) == [mpiexec_path(), "-bind-to", "none", "-n", "3", PY, "-c",
+                                                    bench._RUN_MODULE, "m"]
+    assert bench.launch_command(bench.parse([]), 2, ["m"]) == [mpiexec_path(), "-n", "2", PY, "-c", bench._RUN_MODULE,
+                                                               "m"]
 
 
 def test_tune_reads_every_ranks_cpus_under_unbuffered_python(monkeypatch):
