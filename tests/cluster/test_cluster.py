@@ -36,7 +36,7 @@ import uuid
 import pytest
 
 from cluster_harness import SUBNET, Cluster, why_not_here
-from helpers import (EXPECTED_FAMILY, HERE, MPI_SUITES, PROGRAMS, ROOT, check_every_rank_passed, explain,
+from helpers import (EXPECTED_FAMILY, HERE, MPI_SUITES, PROGRAMS, ROOT, check_every_rank_passed, explain, extended,
                      preempt_after_first_save, preempted_step)
 from mpi_collectives.services import liveness
 from mpi_collectives.tools import launching
@@ -224,6 +224,7 @@ SUITES = ["test_training.py", "test_shard_map.py", "test_sharding_2d.py", "test_
 
 
 @only["mpich"]
+@extended  # (39 s: the suites run on one host in CI, and srun's launches across hosts in the tests around)
 def test_srun_runs_the_workload_suites_across_hosts_over_tcp(slurm, tmp_path):
     """srun -N2 -n4 --mpi=pmi2: two ranks per host, every rank's pytest passes every test;
     meanwhile node2's ranks hold TCP connections to node1's that carry MPI's traffic
@@ -568,7 +569,8 @@ def running(pid):
 
 
 @pytest.mark.parametrize("fault,defaults,lost", [("link", False, "node2")] + (
-    [("freeze", False, "node2"), ("link", True, "node2"), ("link", False, "node1")] if WHEEL == "mpich" else []))
+    [pytest.param(*case, marks=extended) for case in  # (23-48 s each: the same check at other faults)
+     [("freeze", False, "node2"), ("link", True, "node2"), ("link", False, "node1")]] if WHEEL == "mpich" else []))
 def test_a_host_lost_while_the_job_runs_is_named_by_every_other_rank(cluster, fault, defaults, lost):
     """Three hosts, a rank each, the family's own launcher through ssh, psums in a loop, each result
     checked. node2 is cut off (its link down at the switch) or frozen (every process on it
@@ -852,6 +854,7 @@ def test_srun_orbax_job_ended_by_scancel_saves_and_resumes(slurm, tmp_path):
 @pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("flax", "optax", "orbax")),
                     reason="flax, optax or orbax-checkpoint is not installed in this venv (scripts/setup_beside.sh "
                            "installs them)")
+@extended  # (30 s: test_flax.py's SIGTERM resume runs in CI on one host)
 def test_srun_flax_fsdp_job_stopped_and_resumed_ends_as_one_that_ran_through(slurm, tmp_path):
     """Two nodes, a rank each, parameters and optimizer state sharded over them: a job step stopped
     after step 27 and the same srun again (resumed from the save of step 20) end with the parameters

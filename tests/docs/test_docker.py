@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, ROOT, explain, run
+from helpers import EXPECTED_FAMILY, ROOT, explain, extended, run
 
 only_once = pytest.mark.skipif(EXPECTED_FAMILY != "mpich" or "impi" in sys.prefix,
                                reason="the image holds the mpich wheel; checked on that configuration")
@@ -21,6 +21,7 @@ def test_hadolint_finds_nothing():
 
 
 @only_once
+@extended  # (37-56 s: the image's steps; hadolint's check above runs in CI)
 @pytest.mark.jax
 def test_image_steps_build_a_working_environment(tmp_path):
     venv = tmp_path / "image-venv"

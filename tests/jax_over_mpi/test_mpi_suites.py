@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, MPI_SUITES, ONCE, check_every_rank_passed, mpirun
+from helpers import extended, EXPECTED_FAMILY, MPI_SUITES, ONCE, check_every_rank_passed, mpirun
 
 PER_TEST_TIMEOUT = 300
 
@@ -33,7 +33,7 @@ ALL = ["test_training.py", "test_pmap.py", "test_sharding_2d.py", "test_shard_ma
 @pytest.mark.jax
 # 3 ranks (the libraries' paths for a count that is not a power of two) and 4; 2 ranks are in most
 # other tests (CI time: the suites at 2 ranks took 16 s).
-@pytest.mark.parametrize("nranks", [3, 4])
+@pytest.mark.parametrize("nranks", [3, pytest.param(4, marks=extended)])  # (4: 30 s more)
 def test_workload_suites(nranks, jax_env, tmp_path):
     if nranks == 4 and EXPECTED_FAMILY in ("mpich", "openmpi") and not ONCE:
         pytest.skip("4 ranks once (the mpich configuration): the other families run 3 (the libraries' paths "

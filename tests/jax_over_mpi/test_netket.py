@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-from helpers import ONCE, PROGRAMS, ROOT, explain, mpirun, run
+from helpers import ONCE, PROGRAMS, ROOT, explain, extended, mpirun, run
 
 EXAMPLE = os.path.join(ROOT, "examples", "netket_vmc.py")
 ITERATIONS = "8"
@@ -84,6 +84,7 @@ def test_the_plain_way_netket_shows_gives_the_same_energies(tmp_path, one_proces
 
 # Adam under a schedule alone: SGD's run took the same path with no optimizer state to save, so every
 # check it made is one of this run's, and it cost 60 s of CI's 75 minutes (docs/contributing.md).
+@extended  # (78 s: Flax's SIGTERM resume under srun and in test_flax.py run in CI)
 @pytest.mark.parametrize("optimizer", ["adam-schedule"])
 def test_the_example_saves_on_sigterm_and_resumes_at_its_iteration(tmp_path, optimizer):
     """--checkpoint: SIGTERM to the launcher mid-run, every rank stops at one iteration, rank 0 saves

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from helpers import ONCE, PROGRAMS, explain, mpiexec_path, mpirun, run
+from helpers import ONCE, PROGRAMS, explain, extended, mpiexec_path, mpirun, run
 
 from mpi_collectives.integration.jax_compat import LOCAL_DEVICES_JAX, installed_jax, version_tuple
 
@@ -180,6 +180,7 @@ def test_the_dtype_matrix_through_the_node_path_is_exact(jax_env):
 @pytest.mark.skipif(not ONCE, reason="the path's code is the same on every family, whose arithmetic and handles "
                                       "the dtype matrix above checks: the soak runs once, in the mpich "
                                       "configuration (CI time)")
+@extended  # (46 s; the fuzzer's seeds and the dtype matrix run in CI)
 def test_the_soak_through_the_node_path_has_no_wrong_result(jax_env):
     """The random mixed soak (tests/programs/soak.py: integer sums that wrap, 8 dtypes, 11 sizes) at 3
     ranks, every small call through the one round and everything larger through the window, and the same

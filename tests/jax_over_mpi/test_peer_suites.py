@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from helpers import ONCE, explain, mpiexec_path, run
+from helpers import ONCE, explain, extended, mpiexec_path, run
 
 PY = sys.executable
 pytestmark = pytest.mark.skipif(not ONCE, reason="once (the mpich configuration): the plugin's Python side")
@@ -48,6 +48,7 @@ def test_pytest_mpis_own_suite_gives_its_outcomes_with_the_package_installed(tmp
     assert "failed" not in proc.stdout.strip().splitlines()[-1], explain(proc)
 
 
+@extended
 def test_mpi4jaxs_own_suite_gives_its_outcomes_under_the_plugin(tmp_path):
     """mpi4jax's tests (and the example one of them runs) under `mpiexec -n 2 python -m pytest`: 112
     passed with the plugin (22 s) as with -p no:mpi_collectives (30 s), mpi4jax 0.9.1.post2 built
@@ -155,10 +156,10 @@ def test_mpi4pys_own_suite_gives_the_same_outcome_per_test_under_the_plugin(plai
     assert len(results["with"]) > 300 and results["with"] == results["without"]
 
 
-@pytest.mark.parametrize("test", ["test_cco_obj.py::TestCCOObjWorldDup::testAllreduce",
-                                  "test_cco_obj.py::TestCCOObjWorld::testAllreduce",
-                                  "test_cco_buf.py::TestCCOBufWorldDup::testAllreduce",
-                                  "test_cco_buf.py::TestCCOBufWorld::testAllreduce"])
+@pytest.mark.parametrize("test", ["test_cco_obj.py::TestCCOObjWorldDup::testAllreduce"] + [
+    pytest.param(t, marks=extended) for t in ("test_cco_obj.py::TestCCOObjWorld::testAllreduce",  # (15 s each)
+                                              "test_cco_buf.py::TestCCOBufWorldDup::testAllreduce",
+                                              "test_cco_buf.py::TestCCOBufWorld::testAllreduce")])
 def test_a_failure_injected_on_one_rank_of_mpi4pys_suite_ends_the_job_with_a_line(plain_venv, mpi4py_tests, test):
     """Issue 80: rank 1 fails a test of mpi4py's own suite before its body (tests/programs/
     pytest_inject_failure.py, from outside the suite), so rank 0 meets the body's collective alone:
@@ -181,6 +182,7 @@ def test_a_failure_injected_on_one_rank_of_mpi4pys_suite_ends_the_job_with_a_lin
     assert re.search(rf"mpi-collectives: error: \S*{re.escape(test)} cannot finish: rank 0 waits", text), explain(proc)
 
 
+@extended
 def test_pytest_isolate_mpis_own_suite_gives_its_outcomes_with_the_package_installed(plain_venv, tmp_path):
     """pytest-isolate-mpi launches a job of its own for each test and runs pytest inside it, which set
     the package's plugin on (it took those jobs over: 42 passed, 5 failed, against 45 and 2 without the
@@ -203,6 +205,7 @@ def test_pytest_isolate_mpis_own_suite_gives_its_outcomes_with_the_package_insta
                       "tests/test_subsession.py::test_assemble_sub_pytest_cmd[test_session]"}, explain(proc)
 
 
+@extended
 def test_mpi_pytests_own_suite_in_both_modes(plain_venv, tmp_path):
     """mpi-pytest (Firedrake's): its forking mode launches `mpiexec -n N python -m pytest` for each
     parallel test, marking the children (_PYTEST_MPI_CHILD_PROCESS, passed with -genv under MPICH): the

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from helpers import ONCE, PROGRAMS, ROOT, explain, mpirun, wrapper_built
+from helpers import ONCE, PROGRAMS, ROOT, explain, extended, mpirun, wrapper_built
 
 pytestmark = pytest.mark.skipif(not ONCE or not shutil.which("cc"),
                                 reason="once (the mpich configuration), with a C compiler: the wrapper's own code")
@@ -104,6 +104,7 @@ def tsan(tmp_path_factory):
     (3, "pair-then-reduce", {"MPI_COLLECTIVES_NODE_PATH_COLLECTIVES": "all-reduce,all-to-all"}),
     (2, "progress", {"MPIR_CVAR_CH4_CMA_ENABLE": "0"}),
 ])
+@extended  # (a build of its own and six scenarios, about 2 minutes; AddressSanitizer's run in CI)
 def test_the_node_paths_scenarios_under_the_thread_sanitizer(tsan, n, scenario, extra):
     """Issue 71: the wrapper's threads (the round's waits, the windows' owners, the progress it drives)
     under ThreadSanitizer: any report fails the test (exit 66 is ThreadSanitizer's own)."""

@@ -12,7 +12,7 @@ import pytest
 from mpi_collectives.tools.bench import summary
 from mpi_collectives.tools.bench.run import NODE_PATH_OPS
 
-from helpers import EXPECTED_FAMILY, HERE, ROOT, TEST_CONFIG, explain, mpirun, run  # noqa: F401
+from helpers import EXPECTED_FAMILY, HERE, ROOT, TEST_CONFIG, explain, extended, mpirun, run  # noqa: F401
 
 # Its answers can differ between jax versions: scripts/test.sh runs it on each jax it tests.
 pytestmark = pytest.mark.version_dependent
@@ -35,6 +35,7 @@ def test_hard_coded_mpich_handles_match_the_table():
         assert openmpi[name] == "&" + symbol, name
 
 
+@extended  # (114 s: every path of the bench; its parts' tests below run in CI)
 @pytest.mark.jax
 def test_bench_smoke(tmp_path):
     """On every family: Open MPI's NULL MPI_STATUS_IGNORE once broke only the C loop there,
