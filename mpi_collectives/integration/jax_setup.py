@@ -358,7 +358,7 @@ def _start_mpi(settings, collectives) -> MpiStarted:
     tunings = tuple(line for line in tunings if line)
     for line in tunings:
         log(line)
-    if rank == 0:  # every setting in force and where it came from, as `mpi-collectives env` shows them
+    if rank == 0 and settings.verbose >= 1:  # every setting in force and where it came from, as `env` shows
         tuned = library_settings.from_tuning_file(settings, environ_before)
         for var, shown, source, _ in _settings.in_force(settings, tuned, environ_before):
             log(f"{var}={shown} ({source})")
