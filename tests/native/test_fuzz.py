@@ -18,7 +18,7 @@ SCRIPT = os.path.join(ROOT, "scripts", "fuzz_node_path.py")
 def test_random_programs_through_the_node_path_equal_the_librarys(tmp_path):
     out = tmp_path / "fuzz.json"
     # Another family: one seed at 2 ranks (CI time; Intel MPI's own run of seed 1 at 3 ranks on 2 cores,
-    # oversubscribed, passed its 90 s twice on 2026-12-06: the program, not the path).
+    # oversubscribed, ran past its 90 s limit twice on 2026-12-06: the program, not the path).
     seeds, ranks = ("1-3", "3") if ONCE else ("1", "2")
     proc = run([sys.executable, SCRIPT, "--seeds", seeds, "--ranks", ranks, "--steps", "80", "--timeout", "90",
                 "--json", str(out)], timeout=900)
