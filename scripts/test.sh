@@ -46,12 +46,12 @@ for config in $configs; do
   case $config in
     standard) wheel=mpich; export MPI_COLLECTIVES_ABI=standard; family=standard
               # MPICH's library and launcher under the MPI-5 ABI: what the ABI changes (the wrapper's
-              # handles and constants, every collective and transfer, a rank that fails, the host helpers,
-              # the ranks' comparison); the launcher's and the watchers' parts are the mpich
+              # handles and constants, every collective and transfer, the node path's windows, a rank
+              # that fails, the host helpers); the launcher's and the watchers' parts are the mpich
               # configuration's, with the same launcher and library.
-              tests=(native jax_over_mpi/test_jax_e2e.py jax_over_mpi/test_node_path.py
-                     jax_over_mpi/test_narrow_dtypes.py jax_over_mpi/test_failures.py
-                     package/test_host_and_cli.py package/test_job_choices.py) ;;
+              tests=(native/test_wrapper.py native/test_conformance.py native/test_check_block.py
+                     native/test_node_path_promises.py jax_over_mpi/test_jax_e2e.py jax_over_mpi/test_node_path.py
+                     jax_over_mpi/test_failures.py package/test_host_and_cli.py) ;;
     # (Intel MPI's launcher is Hydra, whose launches across hosts the mpich configuration's cluster runs;
     # Intel MPI's own need of libfabric across hosts is its one case there)
     impi) wheel=impi; unset MPI_COLLECTIVES_ABI; family=mpich
