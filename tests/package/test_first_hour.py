@@ -2,6 +2,7 @@
 forgotten under a launcher of several ranks, a misspelt or retired MPI_COLLECTIVES_* variable, and
 a set-up error that ends the program (its sentence alone, no traceback)."""
 import os
+import re
 import sys
 
 import pytest
@@ -88,7 +89,9 @@ def test_a_set_up_error_is_its_sentence_once_per_rank_without_a_traceback():
                 "correct it, or leave it unset for the default (0).")
     ending = sentence.replace("mpi-collectives: ", "mpi-collectives: error: ", 1)  # it ends the job
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, explain(proc)
-    assert [line for line in proc.stderr.splitlines() if line.strip()] == [ending, ending], explain(proc)
+    host = __import__("socket").gethostname()  # each rank's line says which rank on which host printed it
+    assert sorted(line for line in proc.stderr.splitlines() if line.strip()) == [
+        f"{ending} (rank {r}/2 on {host})" for r in (0, 1)], explain(proc)
     caught = mpirun(2, [PY, "-c", "import sys, mpi_collectives\ntry:\n    mpi_collectives.initialize()\n"
                                   "except mpi_collectives.InitializeError as e:\n"
                                   "    sys.stdout.write(f'caught {e}\\n')"],
@@ -143,7 +146,8 @@ def test_a_library_that_starts_jax_before_initialize_is_named_with_both_fixes(tm
     assert proc.returncode != 0 and "UNEXPECTED" not in proc.stdout and "Traceback" not in proc.stderr, explain(proc)
     # initialize() is called, a line later: no rank says it was not
     assert "was not called" not in proc.stderr, explain(proc)
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("mpi-collectives")]
+    lines = [re.sub(r" \(rank [01]/2 on \S+\)$", "", line) for line in proc.stderr.splitlines()
+             if line.startswith("mpi-collectives")]  # (each rank's line says which rank printed it)
     assert len(lines) == 2 and lines[0] == lines[1], explain(proc)
     assert lines[0].startswith("mpi-collectives: error: initialize() was called after JAX created its backend, so "
                                "JAX's collectives are already set up without MPI: `import starts_jax` made it "
