@@ -53,66 +53,80 @@ static int known(const char *path) {
   return 0;
 }
 
-void mpic_shm_names_before(void) {
-  FILE *f = fopen("/proc/self/maps", "r");
-  if (!f) return;
-  unsigned long long lo, hi;
-  char *path;
-  while (next_mapping(f, &lo, &hi, &path)) {
-    if (known(path)) continue;
-    if (kept == KEPT || strlen(path) >= sizeof before[0]) {
-      overflow = 1; /* too many to tell apart: drop_new keeps every name */
-      break;
-    }
-    snprintf(before[kept++], sizeof before[0], "%s", path);
-  }
-  fclose(f);
-}
-
-int mpic_shm_names_drop_new(void) {
-  if (overflow) return 0;
+/* Calls act(path, lo, hi, ctx) for each /dev/shm mapping of this process until it returns 0; the number of
+ * calls that returned 2 (a name dropped or listed). */
+static int each_mapping(int (*act)(const char *path, unsigned long long lo, unsigned long long hi, void *ctx),
+                        void *ctx) {
   FILE *f = fopen("/proc/self/maps", "r");
   if (!f) return 0;
   unsigned long long lo, hi;
   char *path;
-  int dropped = 0;
-  while (next_mapping(f, &lo, &hi, &path))
-    if (!known(path) && unlink(path) == 0) dropped++;
+  int counted = 0, more = 1;
+  while (more && next_mapping(f, &lo, &hi, &path)) {
+    int got = act(path, lo, hi, ctx);
+    counted += got == 2;
+    more = got != 0;
+  }
   fclose(f);
-  return dropped;
+  return counted;
+}
+
+static int remember(const char *path, unsigned long long lo, unsigned long long hi, void *ctx) {
+  (void)lo, (void)hi, (void)ctx;
+  if (known(path)) return 1;
+  if (kept == KEPT || strlen(path) >= sizeof before[0]) {
+    overflow = 1; /* too many to tell apart: drop_new keeps every name */
+    return 0;
+  }
+  snprintf(before[kept++], sizeof before[0], "%s", path);
+  return 1;
+}
+
+void mpic_shm_names_before(void) { each_mapping(remember, NULL); }
+
+static int drop_if_new(const char *path, unsigned long long lo, unsigned long long hi, void *ctx) {
+  (void)lo, (void)hi, (void)ctx;
+  return !known(path) && unlink(path) == 0 ? 2 : 1;
+}
+
+int mpic_shm_names_drop_new(void) { return overflow ? 0 : each_mapping(drop_if_new, NULL); }
+
+struct listing {
+  char (*paths)[MPIC_SHM_NAME_MAX];
+  int most, listed;
+};
+
+static int list_if_new(const char *path, unsigned long long lo, unsigned long long hi, void *ctx) {
+  (void)lo, (void)hi;
+  struct listing *l = ctx;
+  if (l->listed == l->most) return 0;
+  if (known(path) || strlen(path) >= MPIC_SHM_NAME_MAX) return 1;
+  for (int i = 0; i < l->listed; i++) /* one file may be mapped several times */
+    if (!strcmp(l->paths[i], path)) return 1;
+  snprintf(l->paths[l->listed++], MPIC_SHM_NAME_MAX, "%s", path);
+  return 2;
 }
 
 int mpic_shm_names_list_new(char (*paths)[MPIC_SHM_NAME_MAX], int most) {
-  if (overflow) return 0;
-  FILE *f = fopen("/proc/self/maps", "r");
-  if (!f) return 0;
-  unsigned long long lo, hi;
-  char *path;
-  int listed = 0;
-  while (listed < most && next_mapping(f, &lo, &hi, &path)) {
-    if (known(path) || strlen(path) >= MPIC_SHM_NAME_MAX) continue;
-    int again = 0; /* one file may be mapped several times */
-    for (int i = 0; i < listed && !again; i++) again = !strcmp(paths[i], path);
-    if (!again) snprintf(paths[listed++], MPIC_SHM_NAME_MAX, "%s", path);
+  struct listing l = {paths, most, 0};
+  return overflow ? 0 : each_mapping(list_if_new, &l);
+}
+
+struct addresses {
+  char *const *at;
+  int n;
+};
+
+static int drop_if_holding(const char *path, unsigned long long lo, unsigned long long hi, void *ctx) {
+  const struct addresses *a = ctx;
+  for (int q = 0; q < a->n; q++) {
+    uintptr_t p = (uintptr_t)a->at[q];
+    if (p >= lo && p < hi) return unlink(path) == 0 ? 2 : 1;
   }
-  fclose(f);
-  return listed;
+  return 1;
 }
 
 int mpic_shm_names_drop_at(char *const *addresses, int n) {
-  FILE *f = fopen("/proc/self/maps", "r");
-  if (!f) return 0;
-  unsigned long long lo, hi;
-  char *path;
-  int dropped = 0;
-  while (next_mapping(f, &lo, &hi, &path))
-    for (int q = 0; q < n; q++) {
-      uintptr_t a = (uintptr_t)addresses[q];
-      if (a >= lo && a < hi) {
-        if (unlink(path) == 0) dropped++;
-        break;
-      }
-    }
-  fclose(f);
-  return dropped;
+  struct addresses a = {addresses, n};
+  return each_mapping(drop_if_holding, &a);
 }
