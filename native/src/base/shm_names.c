@@ -28,7 +28,7 @@
 
 #define KEPT 64
 static char before[KEPT][MPIC_SHM_NAME_MAX];
-static int kept = 0, overflow = 0;
+static int kept = 0, overflow = 0, taken = 0; /* taken: the list before MPI_Init was made */
 
 /* Each /dev/shm mapping of this process: its range and path (the path's buffer reused). Returns 0 at the
  * end. */
@@ -82,14 +82,19 @@ static int remember(const char *path, unsigned long long lo, unsigned long long 
   return 1;
 }
 
-void mpic_shm_names_before(void) { each_mapping(remember, NULL); }
+void mpic_shm_names_before(void) {
+  each_mapping(remember, NULL);
+  taken = 1;
+}
 
 static int drop_if_new(const char *path, unsigned long long lo, unsigned long long hi, void *ctx) {
   (void)lo, (void)hi, (void)ctx;
   return !known(path) && unlink(path) == 0 ? 2 : 1;
 }
 
-int mpic_shm_names_drop_new(void) { return overflow ? 0 : each_mapping(drop_if_new, NULL); }
+/* Without the list made before MPI_Init (MPI started by the program, mpi4py), nothing is known to be the
+ * library's: every name is kept (a program's own files, Python's shared memory, must never go). */
+int mpic_shm_names_drop_new(void) { return overflow || !taken ? 0 : each_mapping(drop_if_new, NULL); }
 
 struct listing {
   char (*paths)[MPIC_SHM_NAME_MAX];
@@ -109,7 +114,7 @@ static int list_if_new(const char *path, unsigned long long lo, unsigned long lo
 
 int mpic_shm_names_list_new(char (*paths)[MPIC_SHM_NAME_MAX], int most) {
   struct listing l = {paths, most, 0};
-  return overflow ? 0 : each_mapping(list_if_new, &l);
+  return overflow || !taken ? 0 : each_mapping(list_if_new, &l);
 }
 
 struct addresses {
