@@ -44,6 +44,10 @@ WRAPPER_API = """
                            int round);
     int mpic_set_finalize_waits(double report_s, double limit_s);
     int mpic_callers_moved(void);
+    int mpic_set_node_crowded(int yes);
+    int mpic_node_windows(int *live, int *kept, long long *bytes, int *returning);
+    int mpic_counts(long long *out, int max);
+    const char *mpic_counts_names(void);
     int mpic_trampoline_attached(void);
     int mpic_wait_state(long *waiting, unsigned long *begun);
     int mpic_stall_current(uint64_t *sig, int *comm_id, unsigned *seq, int64_t *started_ns);

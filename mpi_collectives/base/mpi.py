@@ -552,6 +552,32 @@ def flight_record() -> str:
     return ffi.string(out).decode(errors="replace")
 
 
+def set_node_crowded(yes: bool) -> None:
+    """Tell the node path whether this node's ranks outnumber the CPUs they may run on: its round's
+    waits then give their core away almost at once (native/src/services/node/round.c)."""
+    _native()[1].mpic_set_node_crowded(1 if yes else 0)
+
+
+def counts() -> dict:
+    """This process's counts of what its collectives cost (native/src/base/counts.h): the wrapper's
+    own calls beside XLA's, the node path's rounds and reads of its peers. {name: count}."""
+    ffi, lib = _native()
+    names = ffi.string(lib.mpic_counts_names()).decode().split(",")
+    out = ffi.new("long long[]", len(names))
+    lib.mpic_counts(out, len(names))
+    return {name: int(out[i]) for i, name in enumerate(names)}
+
+
+def node_windows() -> dict:
+    """The node path's windows this rank belongs to: live, kept (freed by the program, kept for the
+    next), their bytes here, and how many are being given back."""
+    ffi, lib = _native()
+    live, kept, returning = ffi.new("int *"), ffi.new("int *"), ffi.new("int *")
+    nbytes = ffi.new("long long *")
+    lib.mpic_node_windows(live, kept, nbytes, returning)
+    return {"live": live[0], "kept": kept[0], "bytes": int(nbytes[0]), "returning": returning[0]}
+
+
 def liveness_listen(address: str, rank: int) -> int:
     """Answer other hosts' "are you there?" on `address` from a C thread (services/ending/liveness.c);
     the port, or -1 when it cannot listen there."""

@@ -27,7 +27,7 @@ import os
 import threading
 
 from . import jax_compat, jax_setup, narrow_dtypes
-from ..services import job_choices, library_settings
+from ..services import job_choices, layout, library_settings
 from ..base import mpi
 from ..base.launchers import launcher_rank_size
 from ..base import settings as _settings
@@ -192,7 +192,9 @@ def _finish_own_start() -> None:
     # Each rank on its own cores, as initialize() binds them, before XLA's CPU client makes its thread
     # pool (this hook runs first): unbound, the README's existing script ran 1.28x slower than the same
     # job through initialize() (issue 74).
-    log(jax_setup.bind_this_rank(rank, size, settings)[1])
+    placements, bound = jax_setup.bind_this_rank(rank, size, settings)
+    log(bound)
+    mpi.set_node_crowded(layout.oversubscribed(placements, rank))  # the node path's waits (round.c)
     log(f"a program that started jax.distributed itself: rank {rank}/{size}, SIGTERM, stall report and "
         "peer watch on")
     jax_setup.finish_steps(rank, size, settings, str(getattr(state, "coordinator_address", "")))

@@ -78,6 +78,14 @@ class Node:
         return len(self.ranks) > self.domains
 
 
+def oversubscribed(placements: list, rank: int) -> bool:
+    """Do the ranks on `rank`'s node outnumber the CPUs they started on (the union of their CPU sets:
+    unbound ranks share the node's, bound ones each their own)? Hyperthreads count as CPUs."""
+    host = placements[rank].host
+    here = [p.cpus for p in placements if p.host == host]
+    return len(here) > len(frozenset().union(*here))
+
+
 def nodes(placements: list) -> list:
     """The placements by node, in the order of each node's first rank."""
     by_host = {}

@@ -5,6 +5,7 @@
 #include "agreement.h"
 #include "caller_cpus.h"
 #include "comm_record.h"
+#include "counts.h"
 #include "common.h"
 #include "devices.h"
 #include "end_job.h"
@@ -63,6 +64,10 @@ MPIABI_EXPORT int mpic_set_node_path(int mode, int collectives, int min_bytes, i
   mpic_settings.node_path_across_nodes = across_nodes;
   return 0;
 }
+MPIABI_EXPORT int mpic_set_node_crowded(int yes) {
+  mpic_node_set_crowded(yes);
+  return 0;
+}
 MPIABI_EXPORT int mpic_callers_moved(void) { return mpic_caller_cpus_moved(); }
 
 /* initialize(): MPI_COLLECTIVES_STALL_REPORT and _TIMEOUT for the wait at MPI_Finalize (node.h). */
@@ -75,6 +80,10 @@ MPIABI_EXPORT int mpic_node_windows(int *live, int *kept, long long *bytes, int 
   mpic_node_windows_held(live, kept, bytes, returning);
   return 0;
 }
+
+/* This process's counts (counts.h), for the scale bench. */
+MPIABI_EXPORT int mpic_counts(long long *out, int max) { return mpic_counts_read(out, max); }
+MPIABI_EXPORT const char *mpic_counts_names(void) { return mpic_count_names(); }
 
 /* Ends the job with the caller's line (end_job.c); never returns. */
 MPIABI_EXPORT int mpic_end_job(const char *line) { mpic_end_job_line(line); }

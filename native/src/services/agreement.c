@@ -25,6 +25,7 @@
 #include "call_failed.h"
 #include "check_block.h"
 #include "common.h"
+#include "counts.h"
 #include "end_job.h"
 #include "phases.h"
 #include "settings.h"
@@ -157,6 +158,8 @@ int mpic_agreement_agree(struct mpic_record *r, const struct mpic_call *c, uint6
   if (block_error) mpic_call_failed("MPI_Op_create", block_error);
   int whole = room > MPIC_BLOCK_SMALL_PAYLOAD;
   int ret;
+  mpic_count_add(MPIC_COUNT_CHECKS, 1);
+  mpic_count_add(MPIC_COUNT_CHECK_BYTES, mpic_block_bytes(whole ? MPIC_BLOCK_PAYLOAD : MPIC_BLOCK_SMALL_PAYLOAD));
   if (mpic_phases_on()) {
     mpic_block_set_phase(b, mpic_phase_now());
     ret = mpic_phase_agree(r, b, block_type[whole], block_op[whole]);

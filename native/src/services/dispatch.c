@@ -4,6 +4,7 @@
 #include "agreement.h"
 #include "call_failed.h"
 #include "check_block.h"
+#include "counts.h"
 #include "end_job.h"
 #include "dispatch.h"
 #include "flight.h"
@@ -49,6 +50,7 @@ int mpic_dispatch(struct mpic_record *r, const struct mpic_call *c, const struct
                   const char *function, mpic_library_call call, void *args) {
   uint64_t sig = mpic_signature(c);
   mpic_ticket ticket = r ? mpic_record_begin(r, sig) : MPIC_NO_TICKET;
+  mpic_count_add(MPIC_COUNT_COLLECTIVES, 1);
   int checked = !r || !mpic_agreement_on() || c->kind == MPIC_ALL_TO_ALL;
   if (!checked && mpic_node_round_on(r)) {
     struct mpic_round_call rc = round_call(r, c, sig, carry, call, args);
@@ -80,13 +82,16 @@ int mpic_dispatch(struct mpic_record *r, const struct mpic_call *c, const struct
     /* the first agreed call: whether r's next checks go through the node path's round, alike on every member */
     if (mpic_node_round_undecided(r)) mpic_node_round_decide(r, mpic_phases_on());
     if (carried) {
+      mpic_count_add(MPIC_COUNT_CARRIED, 1);
       memcpy(carry->out, b.payload + carry->out_from, carry->out_bytes);
       mpic_flight_end(ticket);
       return 0;
     }
   }
   struct mpic_node_plan plan;
-  int ret = r && mpic_node_takes(r, call, args, &plan) ? mpic_node_run(&plan, call, args) : call(args);
+  int on_node = r && mpic_node_takes(r, call, args, &plan);
+  mpic_count_add(on_node ? MPIC_COUNT_NODE_RUNS : MPIC_COUNT_LIBRARY_CALLS, 1);
+  int ret = on_node ? mpic_node_run(&plan, call, args) : call(args);
   if (ret != 0) mpic_call_failed(function, ret);
   mpic_hold_if_ending();
   mpic_flight_end(ticket);

@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "call_failed.h"
+#include "counts.h"
 #include "end_job.h"
 #include "internal.h"
 #include "log.h"
@@ -106,6 +107,8 @@ static int read_peer(int pid, void *to, uint64_t from, size_t bytes) {
   while (bytes > 0) {
     struct iovec local = {to, bytes}, remote = {(void *)(uintptr_t)from, bytes};
     ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    mpic_count_add(MPIC_COUNT_PEER_READS, 1);
+    if (got > 0) mpic_count_add(MPIC_COUNT_PEER_READ_BYTES, (uint64_t)got);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return got < 0 ? errno : EIO;
     to = (char *)to + got, from += (uint64_t)got, bytes -= (size_t)got;

@@ -128,4 +128,8 @@ int mpic_node_set_finalize_waits(double report_s, double limit_s);
  * (tests/programs/node_path_harness.c) and diagnostics. */
 void mpic_node_windows_held(int *live, int *kept, long long *bytes, int *returning);
 
+/* Whether this node's ranks outnumber the CPUs they may run on (initialize(), from the ranks' placements):
+ * the round's waits then yield almost at once (round.c). */
+void mpic_node_set_crowded(int yes);
+
 #endif
