@@ -17,7 +17,8 @@ import socket
 import sys
 import threading
 
-from ..services import coordinator, exit_hooks, job_choices, layout, library_settings, meeting, peers, stall, tuning
+from ..services import (coordinator, exit_hooks, job_choices, layout, library_settings, liveness, meeting,
+                        open_files, peers, ranks_table, stall, tuning)
 from . import gpus, jax_compat, narrow_dtypes, preemption
 from ..base import ending, launchers, mpi
 from ..base import settings as _settings
@@ -325,6 +326,13 @@ def _start_mpi(settings, collectives) -> MpiStarted:
     level = mpi.thread_level_name(init_mpi_or_end_job(settings))
     rank, size = mpi.rank_size()
     log(f"MPI initialized: {mpi.library()} ({family} ABI), thread level {level}")
+    # Before JAX's coordinator opens a connection a rank on rank 0 (open_files.py).
+    room, warning, error = open_files.make_room(rank, size)
+    if error:
+        end_job(f"mpi-collectives: {error}.")
+    if warning:
+        say_line(f"mpi-collectives: warning: {warning}.")
+    tunings.append(room)
     try:
         choice = meeting.meet(rank, size, settings)
     except InitializeError:
@@ -352,6 +360,7 @@ def _start_mpi(settings, collectives) -> MpiStarted:
     # Before JAX's backend, so before XLA's first collective (the native layer makes a window at the first it takes).
     if node_path:
         mpi.set_node_path(*node_path)
+        mpi.set_node_crowded(layout.oversubscribed(placements, rank))
     tunings.append(node_path_line)
     gpu_ids, line = gpus.decide(rank, size, settings.local_device_ids, mpi.allgather)
     tunings.append(line)
@@ -433,10 +442,16 @@ def finish_steps(rank: int, size: int, settings, job: str) -> None:
     preemption.watch_sync_point(rank, size, int(settings.preemption_grace))  # unless it saves on SIGTERM
     if settings.abort_on_exception:
         exit_hooks.abort_on_uncaught_exceptions(rank, size)
-    peers.watch(rank, size, float(settings.exit_timeout), job, enabled=bool(settings.watch_peers))
+    if size > 1:
+        # Where every rank is, for the watchers below: one allgather, every rank whatever its settings.
+        stalls = float(settings.stall_report) > 0 or float(settings.stall_timeout) > 0
+        address, port = liveness.listen(rank, job) if stalls else ("", 0)
+        ranks = ranks_table.exchange(rank, size, peers.life_pipe(bool(settings.watch_peers)), address, port)
+        peers.watch(rank, size, float(settings.exit_timeout), job, ranks, enabled=bool(settings.watch_peers))
     # Registered last, so run first at the end of the main thread: while the watchers still watch.
     exit_hooks.wait_for_computations_at_exit(_backend_exists)
-    stall.watch(rank, size, float(settings.stall_report), float(settings.stall_timeout), job)
+    if size > 1:
+        stall.watch(rank, size, float(settings.stall_report), float(settings.stall_timeout), ranks)
     mpi.set_finalize_waits(float(settings.stall_report), float(settings.stall_timeout))
 
 

@@ -13,26 +13,25 @@ How a host answers: each rank listens on the address by which it reaches
 JAX's coordinator (the cluster network, the same path the job already
 uses), and a C thread of the native layer (services/ending/liveness.c)
 writes one line to whoever connects, so a rank whose Python is busy still
-answers. The ranks learn each other's address, port, pid and host from
-jax.distributed's key-value store, where each writes its own at start-up
-(no collective: ranks whose settings differ cannot make the start wait). A check connects to one rank per other host at
+answers. The ranks learn each other's address, port, pid and host from the
+ranks' table, one MPI allgather at start-up (ranks_table.py; until issue 82
+each rank read the whole table from jax.distributed's key-value store, P x P
+rows from one server). A check connects to one rank per other host at
 once and waits ANSWER_TIMEOUT seconds: a host that is cut off never
 completes the connection, a frozen one completes it (its kernel answers)
 but never writes.
 """
 import errno
-import os
 import selectors
 import socket
 import time
 
 from ..base import mpi
-from ..base.machine import machine_id
 
 CHECK_AFTER = 30.0  # s of one wait before the first check: JAX's heartbeat ends the job at 100 s
 ANSWER_TIMEOUT = 10.0  # s a host has to answer
 AFTER_THE_OTHERS = 3.0  # s a rank that finds no other host answering waits past its deadline before ending
-_KEY = "mpi_collectives/liveness/"
+_LISTENING = None  # (address, port) once listen() started the C thread
 _ONE_BATCH = 256  # connections open at once (file descriptors)
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ETIMEDOUT, errno.EHOSTDOWN, errno.ENETDOWN}
 
@@ -52,33 +51,16 @@ def address_toward(coordinator: str) -> str:
 
 
 class Table:
-    """Where the ranks of the job answer: {rank: (address, port, pid, host, machine id)}, filled
-    from jax.distributed's key-value store, where each rank wrote its own row at start-up."""
+    """Where the ranks of the job answer: {rank: (address, port, pid, host, machine id)}, from the
+    ranks' table (ranks_table.py: every row there from start-up, so a check never waits on the
+    coordinator, which may be on the lost host)."""
 
-    def __init__(self, rank: int, size: int, mine: tuple):
-        self.rank, self.size, self.rows = rank, size, {rank: mine}
-
-    @property
-    def complete(self) -> bool:
-        return len(self.rows) == self.size
-
-    def refresh(self, client) -> None:
-        """Read the rows the other ranks have written (the watcher calls this until all are in:
-        a few reads in its first minute)."""
-        try:
-            found = client.key_value_dir_get(_KEY)
-        except Exception:  # the coordinator is gone: JAX reports that itself
-            return
-        for key, value in found:
-            try:
-                address, port, pid, machine, host = value.split(" ", 4)
-                self.rows[int(key.rsplit("/", 1)[1])] = (address, int(port), int(pid), host, int(machine))
-            except ValueError:
-                continue
+    def __init__(self, rank: int, size: int, rows: dict):
+        self.rank, self.size, self.rows = rank, size, rows
 
     def hosts_of(self, ranks) -> dict:
-        """{machine id: [ranks]} of `ranks` on machines other than this rank's (ranks whose row has
-        not come, or that could not listen, are left out: they cannot be asked)."""
+        """{machine id: [ranks]} of `ranks` on machines other than this rank's (ranks that could not
+        listen are left out: they cannot be asked)."""
         mine = self.rows[self.rank][4]
         hosts = {}
         for r in ranks:
@@ -88,19 +70,15 @@ class Table:
         return hosts
 
 
-def start(rank: int, size: int, coordinator: str, client) -> Table:
-    """Listen for checks, and write where in the key-value store (no collective: a rank whose
-    settings differ from the others' cannot make the job wait here)."""
-    address = address_toward(coordinator)
-    port = mpi.liveness_listen(address, rank) if address != "0.0.0.0" else -1
-    host = socket.gethostname()
-    mine = (address, max(port, 0), os.getpid(), host, machine_id(host))
-    if client is not None:  # (also a rank that cannot listen: port 0, never asked, and the table completes)
-        try:
-            client.key_value_set(f"{_KEY}{rank}", f"{address} {mine[1]} {os.getpid()} {mine[4]} {host}")
-        except Exception:  # the coordinator is gone already: nothing to check against
-            pass
-    return Table(rank, size, mine)
+def listen(rank: int, coordinator: str) -> tuple:
+    """Answer checks from now on, toward the coordinator's network (once a process): (address, port)
+    for this rank's row of the ranks' table; port 0 where it cannot listen (never asked)."""
+    global _LISTENING
+    if _LISTENING is None:
+        address = address_toward(coordinator)
+        port = mpi.liveness_listen(address, rank) if address != "0.0.0.0" else -1
+        _LISTENING = (address, max(port, 0))
+    return _LISTENING
 
 
 def silent_hosts(table: Table, ranks, timeout: float = ANSWER_TIMEOUT) -> list:

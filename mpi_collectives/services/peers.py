@@ -34,34 +34,27 @@ import threading
 import time
 import traceback
 
-import numpy as np
-
 from . import exit_hooks
 from ..base import log, mpi, rank_ranges
 from ..base.ending import end_job
-from ..base.machine import machine_id
 
 _KEY = "mpi_collectives/finished/"
 _WATCHER = None
-_JOINED = False  # this process took part in the exchange of pids (once, as every rank)
 
 
-def _node_table(rank: int, size: int, watching=True):
-    """(machine id, pid, life pipe) of every rank, through one allgather; a rank that does not
-    watch has no life pipe (-1)."""
-    host = socket.gethostname()
-    mine = np.array([machine_id(host), os.getpid(), mpi.watch_self_prepare() if watching else -1], np.int64)
-    table = mpi.allgather(mine)
-    return host, table.reshape(size, 3)
+def life_pipe(enabled: bool) -> int:
+    """This rank's life pipe for its row of the ranks' table (ranks_table.py), made before the
+    exchange; -1 where this rank does not watch."""
+    return mpi.watch_self_prepare() if enabled else -1
 
 
 class Watcher:
-    def __init__(self, rank: int, size: int, exit_timeout: float, job: str):
+    def __init__(self, rank: int, size: int, exit_timeout: float, job: str, ranks):
         self.rank, self.size, self.exit_timeout = rank, size, exit_timeout
         self.job_key = hashlib.sha256(f"{job}|{size}".encode()).hexdigest()[:20]
-        self.host, table = _node_table(rank, size)
-        self.local = {r: int(table[r, 1]) for r in range(size) if r != rank and table[r, 0] == table[rank, 0]}
-        self.life_fds = {r: int(table[r, 2]) for r in self.local}
+        self.host = socket.gethostname()
+        self.local = ranks.on_this_node()
+        self.life_fds = {r: ranks.life_pipe(r) for r in self.local}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="mpi-collectives peers", daemon=True)
 
@@ -165,18 +158,13 @@ def _finished_ranks():
     return sorted(int(key.rsplit("/", 1)[1]) for key, _ in entries)
 
 
-def watch(rank: int, size: int, exit_timeout: float, job: str, enabled=True) -> None:
-    """Start watching (once per process; initialize() calls it on every rank).
-    `job` is a text every rank of this job shares and no other job does (the coordinator's address).
-    Collective whatever `enabled` says: a rank that does not watch (MPI_COLLECTIVES_WATCH_PEERS=0
-    on it alone) still takes part in the exchange of pids, or the others' allgather would meet its
-    next collective; the others then watch its process but not its life pipe."""
-    global _WATCHER, _JOINED
-    if _JOINED or size < 2:
+def watch(rank: int, size: int, exit_timeout: float, job: str, ranks, enabled=True) -> None:
+    """Start watching (once per process; initialize() calls it on every rank, after the exchange of
+    the ranks' table, `ranks`: ranks_table.py, where a rank that does not watch sent no life pipe;
+    the others then watch its process but not its pipe). `job` is a text every rank of this job
+    shares and no other job does (the coordinator's address)."""
+    global _WATCHER
+    if _WATCHER is not None or size < 2 or not enabled:
         return
-    _JOINED = True
-    if not enabled:
-        _node_table(rank, size, watching=False)
-        return
-    _WATCHER = Watcher(rank, size, exit_timeout, job)
+    _WATCHER = Watcher(rank, size, exit_timeout, job, ranks)
     _WATCHER.start()

@@ -219,15 +219,9 @@ class Watch:
     # ---- a host lost: liveness.py ----
     def _run_hosts(self):
         first_check = min([liveness.CHECK_AFTER] + [x / 2 for x in (self.report_after, self.limit) if x > 0])
-        began = time.monotonic()
-        last_key, held_since, next_check, next_refresh, pause = None, None, first_check, began, 1.0
+        last_key, held_since, next_check, pause = None, None, first_check, 1.0
         while not self.stop.wait(pause):
             now, pause = time.monotonic(), 1.0
-            # The other ranks' rows, written at their start: read in the first minute only, so that
-            # a job whose coordinator is gone later never waits on it here.
-            if not self.hosts.complete and next_refresh <= now < began + 60:
-                self.hosts.refresh(_client())
-                next_refresh = now + 5
             waiting, current, key = self._sample(now)
             if key != last_key:
                 last_key, held_since, next_check = key, now, first_check
@@ -354,11 +348,10 @@ class Watch:
                 thread.join(timeout=5)
 
 
-def watch(rank: int, size: int, report_after: float, limit: float, job: str) -> None:
-    """Start this rank's stall watcher (once; initialize()'s finish step calls it). `job`: the
-    coordinator's address, toward which this rank listens for liveness checks. Every rank calls
-    it (liveness.start writes where this rank answers in the key-value store)."""
+def watch(rank: int, size: int, report_after: float, limit: float, ranks) -> None:
+    """Start this rank's stall watcher (once; initialize()'s finish step calls it). `ranks`: the
+    ranks' table (ranks_table.py), where every rank wrote where it answers liveness checks."""
     global _WATCH
     if _WATCH is None and size > 1 and (report_after > 0 or limit > 0):
-        _WATCH = Watch(rank, size, report_after, limit, liveness.start(rank, size, job, _client()))
+        _WATCH = Watch(rank, size, report_after, limit, liveness.Table(rank, size, ranks.answers()))
         _WATCH.start()

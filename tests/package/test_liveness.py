@@ -58,11 +58,9 @@ def test_silent_hosts_names_the_host_and_its_ranks_and_skips_this_one():
     frozen.bind(("127.0.0.1", 0))
     frozen.listen(8)
     port = frozen.getsockname()[1]
-    table = liveness.Table(0, 4, ("127.0.0.1", 1, 0, "here", 1))
     # rank 1 on this machine (never asked), ranks 2 and 3 on the frozen host
-    table.rows.update({1: ("127.0.0.1", 1, 0, "here", 1), 2: ("127.0.0.1", port, 0, "node9", 2),
-                       3: ("127.0.0.1", port, 0, "node9", 2)})
-    assert table.complete
+    table = liveness.Table(0, 4, {0: ("127.0.0.1", 1, 0, "here", 1), 1: ("127.0.0.1", 1, 0, "here", 1),
+                                  2: ("127.0.0.1", port, 0, "node9", 2), 3: ("127.0.0.1", port, 0, "node9", 2)})
     try:
         start = time.monotonic()
         assert liveness.silent_hosts(table, [0, 1, 2, 3], timeout=1) == [("node9", [2, 3])]
