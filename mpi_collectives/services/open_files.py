@@ -1,10 +1,11 @@
 """Room for the job's file descriptors, made before anything opens them.
 
 Rank 0 hosts JAX's coordinator, a gRPC server that holds one connection to
-every rank for the whole job; the MPI library opens more of its own per peer
-(MPICH: about 3 descriptors a rank on rank 0, measured by the scale bench at
-2-32 ranks on one node, docs/scale.md). A cluster's usual soft limit of 1,024
-open files is then reached near 340 ranks, where gRPC's accept fails and the
+every rank for the whole job; JAX and the MPI library open more per peer
+(the scale bench at 2-64 ranks on one node, MPICH: 2 descriptors a rank on
+rank 0, 3 a peer of the node on the others, gloo as many; docs/scale.md).
+A cluster's usual soft limit of 1,024 open files is then reached near 340
+ranks (3 a rank: the bench's 2 and a TCP connection a rank across nodes), where gRPC's accept fails and the
 ranks it never registered wait out JAX's start-up timeout with an error that
 names nothing a user can act on. So every rank raises its soft limit to the
 hard one (Go's runtime does the same for every program since 1.19: the soft
@@ -18,7 +19,7 @@ try:
 except ImportError:  # not a POSIX system: nothing to raise
     resource = None
 
-PER_RANK_ON_COORDINATOR = 3  # descriptors rank 0 holds for each rank (the scale bench's slope, MPICH, one node)
+PER_RANK_ON_COORDINATOR = 3  # descriptors rank 0 holds for each rank: the bench's 2 on one node, and MPI's socket across
 
 
 def open_now() -> int:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers import NOT_STANDARD, ONCE, PROGRAMS, explain, mpirun
+from helpers import NOT_STANDARD, ONCE, PROGRAMS, explain, extended, mpirun
 
 from mpi_collectives.integration.jax_compat import LOCAL_DEVICES_JAX, installed_jax, version_tuple
 
@@ -24,6 +24,7 @@ def launch(seconds, env, timeout=180):
     return proc, time.monotonic() - start
 
 
+@extended  # (13 s: test_at_scale.py holds the same at 16 ranks in CI, three missing ranks in one range)
 def test_a_stalled_rank_is_named_with_its_stacks_and_the_job_finishes():
     proc, _ = launch(10, {"MPI_COLLECTIVES_STALL_REPORT": "3"})
     assert proc.returncode == 0 and proc.stdout.count("PASS stall rank") == 2, explain(proc)

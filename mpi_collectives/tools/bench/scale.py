@@ -21,6 +21,7 @@ import math
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,6 +66,7 @@ def launch(args, ranks: int, path: str) -> dict:
     for r in range(ranks):
         with open(os.path.join(out_dir, f"rank-{r}.json")) as f:
             records.append(json.load(f))
+    shutil.rmtree(out_dir, ignore_errors=True)
     return aggregate(records, wall)
 
 
@@ -271,5 +273,26 @@ def main(argv=None, prog="mpi-collectives bench --growth", parser_class=argparse
     return 0
 
 
+def readme(out: str, runs: list) -> None:
+    """One page of several committed runs (the VM's, across hosts'), each its where, table and plot:
+    `python -m mpi_collectives.tools.bench.scale readme PAGE RUN.json [RUN.json ...]` (a run's plot is
+    the PNG beside its JSON file, where there is one)."""
+    parts = ["# How each cost grows with the ranks", "",
+             "Written by `python -m mpi_collectives.tools.bench.scale readme` from the JSON files beside it, "
+             "which `mpi-collectives bench --growth` and `scripts/scale_hosts.py` wrote; what they mean: "
+             "[scale](../../scale.md).", ""]
+    for run in runs:
+        with open(run) as f:
+            got = json.load(f)
+        png = os.path.splitext(run)[0] + ".png"
+        body = page(got["meta"], got["results"], os.path.basename(png) if os.path.exists(png) else "")
+        parts += ["## " + os.path.basename(run)] + body.split("\n")[1:]
+    with open(out, "w") as f:
+        f.write("\n".join(parts))
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["readme"]:
+        readme(sys.argv[2], sys.argv[3:])
+        sys.exit(0)
     sys.exit(main())
