@@ -6,6 +6,7 @@
     mpiexec -n 4 python -m mpi_collectives run --initialize train.py [args]   # a plain JAX script as one job
     python -m mpi_collectives env [--markdown] # the environment variables: values in force, defaults
     python -m mpi_collectives bench [--smoke]  # our collectives beside gloo, mpi4py and C (scripts/bench.py)
+    python -m mpi_collectives bench --growth 2,4,8,16   # every cost the package adds, against the ranks
     python -m mpi_collectives tune --ranks 16  # the MPI library's fastest settings here, for initialize()
     python -m mpi_collectives layouts -- python train.py   # your program at 1, 2, 4, ... ranks a node, timed
     python -m mpi_collectives --version
@@ -315,6 +316,9 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None
     try:
+        if command == "bench" and any(a == "--growth" or a.startswith("--growth=") for a in argv[1:]):
+            from .tools.bench.scale import main as growth  # how each cost grows with the ranks
+            return growth(argv[1:], prog=f"{_prog()} bench --growth", parser_class=Parser)
         if command == "bench":  # its own options: mpi_collectives.tools.bench.run
             from .tools.bench.run import main as bench
             return bench(argv[1:], prog=f"{_prog()} bench", parser_class=Parser)

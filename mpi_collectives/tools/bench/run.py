@@ -223,9 +223,6 @@ def rank_counts(text: str) -> list:
 
 
 def main(argv=None, prog="python -m mpi_collectives bench", parser_class=argparse.ArgumentParser) -> int:
-    if argv and any(a == "--growth" or a.startswith("--growth=") for a in argv):  # how costs grow: scale.py
-        from . import scale
-        return scale.main(argv, f"{prog} --growth", parser_class)
     args = parse(argv, prog, parser_class)
     counts = args.ranks
     for ranks in counts:

@@ -32,7 +32,7 @@ import numpy as np
 from .. import launching
 from .run import _RUN_MODULE, rank_counts
 
-PATHS = ("package", "library", "gloo")
+PATHS = ("package", "library", "gloo", "window")  # window: the package with the window's copies, no reads in place
 
 
 def launch(args, ranks: int, path: str) -> dict:
@@ -48,9 +48,11 @@ def launch(args, ranks: int, path: str) -> dict:
         env.pop(var, None)
     if path == "library":
         env["MPI_COLLECTIVES_NODE_PATH"] = "0"
+    if path == "window":
+        env["MPI_COLLECTIVES_NODE_PATH_DIRECT"] = "0"
     prefix = shlex.split(args.launcher) if args.launcher else [args.mpiexec]
     cmd = prefix + ["-n", str(ranks), sys.executable, "-c", _RUN_MODULE, "mpi_collectives.tools.bench.scale_worker",
-                    path, out_dir, str(args.iterations)]
+                    "package" if path == "window" else path, out_dir, str(args.iterations)]
     env["MPI_COLLECTIVES_BENCH_LAUNCHED"] = repr(time.time())
     start = time.perf_counter()
     try:
@@ -119,7 +121,7 @@ SERIES = [
     ("start-up, launch to first psum (s)", ("package", "library", "gloo"), lambda m: m["startup"]["total"]),
     ("initialize()/jax.distributed (s)", ("package", "gloo"), lambda m: m["startup"]["initialize"]),
     ("psum 8 B (us)", ("package", "library", "gloo"), lambda m: m["loops"]["psum_8"] * 1e6),
-    ("psum 1 MiB (ms)", ("package", "library", "gloo"), lambda m: m["loops"]["psum_1048576"] * 1e3),
+    ("psum 1 MiB (ms)", ("package", "window", "library", "gloo"), lambda m: m["loops"]["psum_1048576"] * 1e3),
     ("2-D mesh psum along columns, 8 B (us)", ("package", "library", "gloo"), lambda m: m["loops"]["mesh2d_c_8"] * 1e6),
     ("SR step, 10 psums of 64 B (us)", ("package", "library", "gloo"), lambda m: m["loops"]["sr_step_10x64B"] * 1e6),
     ("RSS a rank, largest (MB)", ("package", "library", "gloo"), lambda m: m["held_max"]["rss_mb"]),
@@ -203,8 +205,9 @@ def parse(argv=None, prog="mpi-collectives bench --growth", parser_class=argpars
     parser = parser_class(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--growth", dest="ranks", type=rank_counts, default=[2, 4, 8, 16, 32],
                         help="the rank counts, e.g. 2,4,8,16,32 (default)")
-    parser.add_argument("--paths", default=",".join(PATHS),
-                        help=f"the paths at every count, in the order run (default: {','.join(PATHS)})")
+    parser.add_argument("--paths", default=",".join(PATHS[:3]),
+                        help=f"the paths at every count, in the order run: {', '.join(PATHS)} (the package with "
+                             f"the window's copies instead of reads in place) (default: {','.join(PATHS[:3])})")
     parser.add_argument("--iterations", type=float, default=1.0, help="multiplies every loop's calls")
     parser.add_argument("--out", default="scale.json", help="the JSON file (default: scale.json)")
     parser.add_argument("--plot", default="scale.png", help="the PNG of every cost against the ranks")

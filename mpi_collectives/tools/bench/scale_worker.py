@@ -122,16 +122,9 @@ def shm_new(before_file: str) -> dict:
 
 def timed(fn, calls: int) -> float:
     """The median seconds of a call of fn(), its result waited for, after two untimed calls."""
-    import jax
+    from .user_loops import _timed
 
-    for _ in range(2):
-        jax.block_until_ready(fn())
-    times = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return statistics.median(_timed(fn, calls))
 
 
 def main():
