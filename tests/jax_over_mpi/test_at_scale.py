@@ -32,7 +32,7 @@ def exact_lines(text):
 
 def test_every_collective_exact_and_the_stall_report_one_line_at_many_ranks(jax_env):
     proc = mpirun(RANKS, [sys.executable, PROGRAM, "stall"], timeout=TIMEOUT,
-                  env=env_for(jax_env, MPI_COLLECTIVES_STALL_REPORT="3", STALL_AWAY="8"))
+                  env=env_for(jax_env, MPI_COLLECTIVES_STALL_REPORT="3", STALL_AWAY="11"))
     assert proc.returncode == 0, explain(proc)
     assert exact_lines(proc.stdout) == list(range(RANKS)), explain(proc)
     assert sorted(int(r) for r in re.findall(r"PASS at_scale rank (\d+)", proc.stdout)) == list(range(RANKS)), \

@@ -116,6 +116,7 @@ def test_the_node_paths_scenarios_under_the_thread_sanitizer(tsan, n, scenario, 
 
 
 @pytest.mark.jax
+@extended  # (19 s: the node path's scenarios run under AddressSanitizer and UBSan in CI, the same code without JAX)
 def test_jax_through_the_node_path_under_the_undefined_behaviour_sanitizer(checked_package):
     """JAX's own collectives through a UBSan build of the wrapper: a copy of the installed package with
     the sanitized library in its place (the package and MPItrampoline must load one file)."""
