@@ -26,6 +26,30 @@ WHERE = ("{hosts} simulated hosts x {per} ranks on one {ncpu}-core machine: netw
          "bridge, TCP between them, no added latency (tests/cluster/cluster_harness.py)")
 
 
+def checks(cluster, counts, args, venv, env) -> int:
+    """at_scale.py's exact part on each host count; one line each, non-zero if any rank's line is missing."""
+    import re
+    status = 0
+    program = os.path.join(ROOT, "tests", "programs", "at_scale.py")
+    for hosts in counts:
+        names = [h.name for h in cluster.hosts[:hosts]]
+        prefix, extra = cluster.ssh_launch(args.family, venv, names, per_host=[args.per_host] * hosts)
+        ranks = hosts * args.per_host
+        run_env = dict(env, **extra, PATH=f"{venv}/bin:{env['PATH']}", JAX_PLATFORMS="cpu",
+                       MPI_COLLECTIVES_LAYOUT_NOTE="0")
+        proc = subprocess.run(cluster.command(names[0], prefix + ["-n", str(ranks), os.path.join(venv, "bin", "python"),
+                                                                  program, "exact"], cwd=ROOT),
+                              env=run_env, capture_output=True, text=True, timeout=900)
+        exact = sorted(int(r) for r in re.findall(r"EXACT rank (\d+)/\d+", proc.stdout))
+        ok = proc.returncode == 0 and exact == list(range(ranks))
+        status |= not ok
+        print(f"at_scale.py across {hosts} hosts x {args.per_host} ranks: {'exact' if ok else 'FAILED'} "
+              f"(exit {proc.returncode}, {len(exact)} of {ranks} ranks' EXACT lines)", flush=True)
+        if not ok:
+            print(proc.stdout[-3000:], proc.stderr[-3000:], sep="\n")
+    return status
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--family", default="mpich")
@@ -33,6 +57,9 @@ def main():
     parser.add_argument("--per-host", type=int, default=4, help="ranks on each host (default: 4)")
     parser.add_argument("--paths", default="package,library,gloo")
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "scale", "hosts-mpich.json"))
+    parser.add_argument("--checks", action="store_true",
+                        help="instead of the bench: tests/programs/at_scale.py (every collective exact over 1-D and "
+                             "2-D meshes) on each host count, every rank's EXACT line required")
     args = parser.parse_args()
     reason = why_not_here()
     if reason:
@@ -51,6 +78,8 @@ def main():
     status = 0
     try:
         cluster.start_hosts()
+        if args.checks:
+            return checks(cluster, counts, args, venv, env)
         for hosts in counts:
             names = [h.name for h in cluster.hosts[:hosts]]
             prefix, extra = cluster.ssh_launch(args.family, venv, names, per_host=[args.per_host] * hosts)

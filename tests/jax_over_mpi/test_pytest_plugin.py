@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from helpers import EXPECTED_FAMILY, FAMILY_CONFIG, ONCE, PROGRAMS, explain, mpiexec_path, run, sigterm_once
+from helpers import EXPECTED_FAMILY, FAMILY_CONFIG, ONCE, PROGRAMS, explain, extended, mpiexec_path, run, sigterm_once
 from mpi_collectives.tools import launching
 
 SUITES = os.path.join(PROGRAMS, "pytest_suites")
@@ -79,7 +79,8 @@ def one_report(proc):
 
 @pytest.mark.jax
 @pytest.mark.version_dependent
-@pytest.mark.parametrize("n", [2, 3] if not FAMILY_CONFIG else [3])
+# 8 ranks in the long checks (issue 82: the suites at scale; 8 ranks oversubscribed 4x on 2 cores)
+@pytest.mark.parametrize("n", [2, 3, pytest.param(8, marks=extended)] if not FAMILY_CONFIG else [3])
 def test_a_failure_on_one_rank_is_the_tests_failure_and_never_a_wrong_number(tmp_path, n):
     folder = suite_dir(tmp_path, "test_issue_suite.py")
     proc = launch(folder, n, "test_issue_suite.py")
