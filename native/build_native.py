@@ -47,7 +47,7 @@ WRAPPER_API = """
     int mpic_set_node_crowded(int yes);
     int mpic_node_windows(int *live, int *kept, long long *bytes, int *returning);
     int mpic_counts(long long *out, int max);
-    const char *mpic_counts_names(void);
+    const char *mpic_counts_name(int which);
     int mpic_trampoline_attached(void);
     int mpic_wait_state(long *waiting, unsigned long *begun);
     int mpic_stall_current(uint64_t *sig, int *comm_id, unsigned *seq, int64_t *started_ns);

@@ -562,10 +562,10 @@ def counts() -> dict:
     """This process's counts of what its collectives cost (native/src/base/counts.h): the wrapper's
     own calls beside XLA's, the node path's rounds and reads of its peers. {name: count}."""
     ffi, lib = _native()
-    names = ffi.string(lib.mpic_counts_names()).decode().split(",")
-    out = ffi.new("long long[]", len(names))
-    lib.mpic_counts(out, len(names))
-    return {name: int(out[i]) for i, name in enumerate(names)}
+    n = lib.mpic_counts(ffi.NULL, 0)
+    out = ffi.new("long long[]", n)
+    lib.mpic_counts(out, n)
+    return {ffi.string(lib.mpic_counts_name(i)).decode(): int(out[i]) for i in range(n)}
 
 
 def node_windows() -> dict:

@@ -444,7 +444,7 @@ def finish_steps(rank: int, size: int, settings, job: str) -> None:
         exit_hooks.abort_on_uncaught_exceptions(rank, size)
     if size > 1:
         # Where every rank is, for the watchers below: one allgather, every rank whatever its settings.
-        stalls = float(settings.stall_report) > 0 or float(settings.stall_timeout) > 0
+        stalls = stall.wanted(float(settings.stall_report), float(settings.stall_timeout))
         address, port = liveness.listen(rank, job) if stalls else ("", 0)
         ranks = ranks_table.exchange(rank, size, peers.life_pipe(bool(settings.watch_peers)), address, port)
         peers.watch(rank, size, float(settings.exit_timeout), job, ranks, enabled=bool(settings.watch_peers))

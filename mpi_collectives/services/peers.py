@@ -42,10 +42,10 @@ _KEY = "mpi_collectives/finished/"
 _WATCHER = None
 
 
-def life_pipe(enabled: bool) -> int:
-    """This rank's life pipe for its row of the ranks' table (ranks_table.py), made before the
-    exchange; -1 where this rank does not watch."""
-    return mpi.watch_self_prepare() if enabled else -1
+def life_pipe(enabled: bool):
+    """What makes this rank's life pipe for its row of the ranks' table (ranks_table.py), called once,
+    before the exchange; -1 where this rank does not watch."""
+    return mpi.watch_self_prepare if enabled else (lambda: -1)
 
 
 class Watcher:

@@ -39,7 +39,6 @@ class Ranks:
 
     def __init__(self, rank: int, size: int, table: np.ndarray):
         self.rank, self.size, self.table = rank, size, table
-        self.host = self.host_of(rank)
 
     def machine(self, r: int) -> int:
         return int(self.table[r, 0])
@@ -62,14 +61,14 @@ class Ranks:
                     self.host_of(r), self.machine(r)) for r in range(self.size)}
 
 
-def exchange(rank: int, size: int, life_pipe: int, address: str, port: int) -> Ranks:
+def exchange(rank: int, size: int, life_pipe, address: str, port: int) -> Ranks:
     """This rank's row for everyone's (once a process: a second call returns the first table, as
-    its collective must not be made again). `life_pipe`: -1 where this rank does not watch;
-    `port`: 0 where it does not answer."""
+    its collective must not be made again, and makes no second life pipe). `life_pipe()`: the
+    pipe's descriptor, -1 where this rank does not watch; `port`: 0 where it does not answer."""
     global _TABLE
     if _TABLE is None:
         host = socket.gethostname()
-        row = np.concatenate([np.array([machine_id(host), os.getpid(), life_pipe, port], np.int64),
+        row = np.concatenate([np.array([machine_id(host), os.getpid(), life_pipe(), port], np.int64),
                               _packed(address, _ADDRESS_WORDS), _packed(host, _HOST_WORDS)])
         _TABLE = Ranks(rank, size, mpi.allgather(row, size).reshape(size, _ROW))
     return _TABLE

@@ -348,10 +348,15 @@ class Watch:
                 thread.join(timeout=5)
 
 
+def wanted(report_after: float, limit: float) -> bool:
+    """Whether the stall watcher runs (a report time or a limit set); the liveness answer runs with it."""
+    return report_after > 0 or limit > 0
+
+
 def watch(rank: int, size: int, report_after: float, limit: float, ranks) -> None:
     """Start this rank's stall watcher (once; initialize()'s finish step calls it). `ranks`: the
     ranks' table (ranks_table.py), where every rank wrote where it answers liveness checks."""
     global _WATCH
-    if _WATCH is None and size > 1 and (report_after > 0 or limit > 0):
+    if _WATCH is None and size > 1 and wanted(report_after, limit):
         _WATCH = Watch(rank, size, report_after, limit, liveness.Table(rank, size, ranks.answers()))
         _WATCH.start()

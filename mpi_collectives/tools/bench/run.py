@@ -30,13 +30,7 @@ def launch(args, ranks, argv, timeout, extra_env=None, written=None):
     """Run one launch of the worker; a failed launch ends the bench with its command. `written`:
     the JSON file the launch writes, whose presence makes a non-zero exit acceptable (XLA's own
     MPI path fails every launch at exit, after its results: MPI_Comm_free after MPI_Finalize)."""
-    # gloo's coordinator: on rank 0's node, which is this one (launchers put rank 0 on their own node).
-    # The layout note (docs/layout.md) is for a user's job; the bench chose its ranks.
-    env = dict(os.environ, JAX_PLATFORMS="cpu", MPI_COLLECTIVES_LAYOUT_NOTE="0",
-               MPI_COLLECTIVES_BENCH_COORDINATOR=f"{args.coordinator_host}:{launching.free_port()}")
-    env.update(extra_env or {})
-    for var in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION"):  # each path sets up its own
-        env.pop(var, None)
+    env = launch_environment(args, extra_env)
     cmd = launch_command(args, ranks, argv)
     start = time.perf_counter()
     try:
@@ -55,6 +49,18 @@ def launch(args, ranks, argv, timeout, extra_env=None, written=None):
         raise SystemExit(f"mpi-collectives bench: `{' '.join(cmd)}` failed (exit {proc.returncode}); "
                          "its output is above")
     return time.perf_counter() - start
+
+
+def launch_environment(args, extra_env=None) -> dict:
+    """The environment of a launch of workers (the bench's, the scale bench's)."""
+    # gloo's coordinator: on rank 0's node, which is this one (launchers put rank 0 on their own node).
+    # The layout note (docs/layout.md) is for a user's job; the bench chose its ranks.
+    env = dict(os.environ, JAX_PLATFORMS="cpu", MPI_COLLECTIVES_LAYOUT_NOTE="0",
+               MPI_COLLECTIVES_BENCH_COORDINATOR=f"{args.coordinator_host}:{launching.free_port()}")
+    env.update(extra_env or {})
+    for var in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION"):  # each path sets up its own
+        env.pop(var, None)
+    return env
 
 
 def launcher_prefix(args) -> list:
@@ -178,16 +184,8 @@ def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argpar
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every iteration count")
     parser.add_argument("--out", default="bench.json", help="the JSON file of results (default: bench.json)")
     parser.add_argument("--plot", default="bench.png", help="the PNG of the results (default: bench.png)")
-    parser.add_argument("--mpiexec", default=launching.mpiexec_path(),
-                        help="the mpiexec that starts each launch (default: the one beside this Python)")
-    parser.add_argument("--launcher", default=None, metavar="COMMAND",
-                        help="the command that starts each launch instead of --mpiexec, split as a shell "
-                             "would and followed by `-n RANKS python -m ...`, e.g. \"srun --mpi=pmi2\" "
-                             "(the ranks on one node: gloo's coordinator is 127.0.0.1) or \"mpirun --oversubscribe\"")
+    add_launcher_options(parser)
     parser.add_argument("--timeout", type=int, default=1800, help="seconds for each launch (default: 1800)")
-    parser.add_argument("--coordinator-host", default="127.0.0.1", metavar="ADDRESS",
-                        help="an address of this node that every rank's node reaches, for gloo's coordinator "
-                             "(default: 127.0.0.1, for ranks on this node only)")
     parser.add_argument("--mpiwrapper", default=os.environ.get("MPI_COLLECTIVES_BENCH_MPIWRAPPER"),
                         metavar="LIBMPIWRAPPER",
                         help="an MPIwrapper library built for the MPI the launches run (scripts/build_mpiwrapper.sh, "
@@ -198,6 +196,29 @@ def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argpar
                         help="what the hosts are and how they are joined, recorded with the results "
                              "(e.g. \"2 nodes, 100 Gb/s InfiniBand\")")
     args = parser.parse_args(argv)
+    check_launcher(parser, args)
+    if args.mpiwrapper and not os.path.isfile(args.mpiwrapper):
+        parser.error(f"argument --mpiwrapper: {args.mpiwrapper} is not a file (scripts/build_mpiwrapper.sh prints "
+                     "the path of the library it builds)")
+    return args
+
+
+def add_launcher_options(parser) -> None:
+    """--mpiexec, --launcher and --coordinator-host: how each launch starts its ranks (the bench's, the
+    scale bench's)."""
+    parser.add_argument("--mpiexec", default=launching.mpiexec_path(),
+                        help="the mpiexec that starts each launch (default: the one beside this Python)")
+    parser.add_argument("--launcher", default=None, metavar="COMMAND",
+                        help="the command that starts each launch instead of --mpiexec, split as a shell "
+                             "would and followed by `-n RANKS python -m ...`, e.g. \"srun --mpi=pmi2\" "
+                             "(the ranks on one node: gloo's coordinator is 127.0.0.1) or \"mpirun --oversubscribe\"")
+    parser.add_argument("--coordinator-host", default="127.0.0.1", metavar="ADDRESS",
+                        help="an address of this node that every rank's node reaches, for gloo's coordinator "
+                             "(default: 127.0.0.1, for ranks on this node only)")
+
+
+def check_launcher(parser, args) -> None:
+    """The launcher parses and exists, or the command line's error."""
     try:
         prefix = launcher_prefix(args)
     except ValueError as e:  # shlex: an unclosed quote
@@ -206,10 +227,6 @@ def parse(argv=None, prog="python -m mpi_collectives bench", parser_class=argpar
         parser.error("argument --launcher: empty")
     if shutil.which(prefix[0]) is None:
         parser.error(f"the launcher {prefix[0]} was not found (not on PATH, or not executable)")
-    if args.mpiwrapper and not os.path.isfile(args.mpiwrapper):
-        parser.error(f"argument --mpiwrapper: {args.mpiwrapper} is not a file (scripts/build_mpiwrapper.sh prints "
-                     "the path of the library it builds)")
-    return args
 
 
 def rank_counts(text: str) -> list:

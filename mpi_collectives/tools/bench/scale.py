@@ -20,7 +20,6 @@ import json
 import math
 import os
 import platform
-import shlex
 import shutil
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import time
 import numpy as np
 
 from .. import launching
-from .run import _RUN_MODULE, rank_counts
+from .run import add_launcher_options, check_launcher, launch_command, launch_environment, rank_counts
 
 PATHS = ("package", "library", "gloo", "window")  # window: the package with the window's copies, no reads in place
 
@@ -41,18 +40,14 @@ def launch(args, ranks: int, path: str) -> dict:
     shm_before = os.path.join(out_dir, "shm-before.json")
     with open(shm_before, "w") as f:
         json.dump(os.listdir("/dev/shm") if os.path.isdir("/dev/shm") else [], f)
-    env = dict(os.environ, JAX_PLATFORMS="cpu", MPI_COLLECTIVES_LAYOUT_NOTE="0",
-               MPI_COLLECTIVES_BENCH_COORDINATOR=f"{args.coordinator_host}:{launching.free_port()}",
-               MPI_COLLECTIVES_BENCH_SHM_BEFORE=shm_before)
-    for var in ("MPITRAMPOLINE_LIB", "JAX_CPU_COLLECTIVES_IMPLEMENTATION"):
-        env.pop(var, None)
+    extra = {"MPI_COLLECTIVES_BENCH_SHM_BEFORE": shm_before}
     if path == "library":
-        env["MPI_COLLECTIVES_NODE_PATH"] = "0"
+        extra["MPI_COLLECTIVES_NODE_PATH"] = "0"
     if path == "window":
-        env["MPI_COLLECTIVES_NODE_PATH_DIRECT"] = "0"
-    prefix = shlex.split(args.launcher) if args.launcher else [args.mpiexec]
-    cmd = prefix + ["-n", str(ranks), sys.executable, "-c", _RUN_MODULE, "mpi_collectives.tools.bench.scale_worker",
-                    "package" if path == "window" else path, out_dir, str(args.iterations)]
+        extra["MPI_COLLECTIVES_NODE_PATH_DIRECT"] = "0"
+    env = launch_environment(args, extra)
+    cmd = launch_command(args, ranks, ["mpi_collectives.tools.bench.scale_worker",
+                                       "package" if path == "window" else path, out_dir, str(args.iterations)])
     env["MPI_COLLECTIVES_BENCH_LAUNCHED"] = repr(time.time())
     start = time.perf_counter()
     try:
@@ -211,18 +206,14 @@ def parse(argv=None, prog="mpi-collectives bench --growth", parser_class=argpars
     parser.add_argument("--iterations", type=float, default=1.0, help="multiplies every loop's calls")
     parser.add_argument("--out", default="scale.json", help="the JSON file (default: scale.json)")
     parser.add_argument("--plot", default="scale.png", help="the PNG of every cost against the ranks")
-    parser.add_argument("--mpiexec", default=launching.mpiexec_path(),
-                        help="the mpiexec that starts each launch (default: the one beside this Python)")
-    parser.add_argument("--launcher", default=None, metavar="COMMAND",
-                        help="the command that starts each launch instead of --mpiexec, followed by "
-                             "`-n RANKS python ...` (e.g. \"mpirun --oversubscribe\")")
-    parser.add_argument("--coordinator-host", default="127.0.0.1", metavar="ADDRESS",
-                        help="an address of this node every rank reaches, for gloo's coordinator")
+    add_launcher_options(parser)
     parser.add_argument("--timeout", type=int, default=1200, help="seconds for each launch (default: 1200)")
     parser.add_argument("--where", default="", metavar="TEXT", help="what the machine is, recorded with the results")
     parser.add_argument("--markdown", default="", metavar="PAGE",
                         help="also write the table as a Markdown page, with where it was measured and the plot")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    check_launcher(parser, args)
+    return args
 
 
 def page(meta: dict, results: dict, plot_name: str = "") -> str:

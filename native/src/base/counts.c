@@ -12,7 +12,14 @@ int mpic_counts_read(long long *out, int max) {
   return MPIC_COUNTS;
 }
 
-const char *mpic_count_names(void) {
-  return "collectives,checks,check_bytes,carried,rounds,round_slots,rounds_done,library_calls,node_runs,"
-         "peer_reads,peer_read_bytes";
-}
+/* Each count's name, by its enum value: the order lives in counts.h alone. */
+static const char *const names[MPIC_COUNTS] = {
+    [MPIC_COUNT_COLLECTIVES] = "collectives",       [MPIC_COUNT_CHECKS] = "checks",
+    [MPIC_COUNT_CHECK_BYTES] = "check_bytes",       [MPIC_COUNT_CARRIED] = "carried",
+    [MPIC_COUNT_ROUNDS] = "rounds",                 [MPIC_COUNT_ROUND_SLOTS] = "round_slots",
+    [MPIC_COUNT_ROUNDS_DONE] = "rounds_done",       [MPIC_COUNT_LIBRARY_CALLS] = "library_calls",
+    [MPIC_COUNT_NODE_RUNS] = "node_runs",           [MPIC_COUNT_PEER_READS] = "peer_reads",
+    [MPIC_COUNT_PEER_READ_BYTES] = "peer_read_bytes",
+};
+
+const char *mpic_count_name(int which) { return which >= 0 && which < MPIC_COUNTS ? names[which] : ""; }

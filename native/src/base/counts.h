@@ -26,7 +26,7 @@ enum mpic_count {
 void mpic_count_add(enum mpic_count which, uint64_t n);
 /* The counts, in enum order, into out[0..max); the number of counts there are. */
 int mpic_counts_read(long long *out, int max);
-/* Their names, comma-separated, in the same order. */
-const char *mpic_count_names(void);
+/* The name of count `which` ("" past the last). */
+const char *mpic_count_name(int which);
 
 #endif

@@ -83,7 +83,7 @@ MPIABI_EXPORT int mpic_node_windows(int *live, int *kept, long long *bytes, int 
 
 /* This process's counts (counts.h), for the scale bench. */
 MPIABI_EXPORT int mpic_counts(long long *out, int max) { return mpic_counts_read(out, max); }
-MPIABI_EXPORT const char *mpic_counts_names(void) { return mpic_count_names(); }
+MPIABI_EXPORT const char *mpic_counts_name(int which) { return mpic_count_name(which); }
 
 /* Ends the job with the caller's line (end_job.c); never returns. */
 MPIABI_EXPORT int mpic_end_job(const char *line) { mpic_end_job_line(line); }
